@@ -1,0 +1,1 @@
+# STUB: install rules come later.

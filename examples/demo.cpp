@@ -1,0 +1,2 @@
+#include "tensorgrad/tensorgrad.h"
+int main() { return 0; }

@@ -1,0 +1,29 @@
+#pragma once
+// Host-side tensor values passed into and out of backends. Elements are stored as doubles whatever
+// the dtype: i32 values are exact in a double and bools are 0 or 1, so one type carries the oracle's
+// f64 results and the f32 backends' results alike.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tensorgrad/ir/shape.h"
+
+namespace tg {
+
+struct HostTensor {
+  TensorType type;
+  std::vector<double> values;
+
+  static HostTensor f32(Shape shape, const std::vector<float>& data);
+  static HostTensor i32(Shape shape, const std::vector<std::int32_t>& data);
+  static HostTensor of(TensorType type, std::vector<double> data);  // checks the element count
+  static HostTensor filled(TensorType type, double value);
+  std::vector<float> to_f32() const;
+  std::vector<std::int32_t> to_i32() const;
+  friend bool operator==(const HostTensor&, const HostTensor&) = default;
+};
+
+using TensorMap = std::map<std::string, HostTensor, std::less<>>;
+
+}  // namespace tg

@@ -1,0 +1,31 @@
+#pragma once
+// The reference interpreter: runs any graph on the host with TBB-parallel kernels. ComputeType::f64
+// is the oracle (every float computed in double whatever the graph says); ComputeType::f32 is a real
+// CPU backend. Results do not depend on the number of threads.
+#include <vector>
+
+#include "tensorgrad/interp/host_tensor.h"
+#include "tensorgrad/ir/graph.h"
+
+namespace tg {
+
+enum class ComputeType : std::uint8_t { f32, f64 };
+
+struct InterpOptions {
+  ComputeType compute = ComputeType::f64;
+  bool keep_all_values = false;  // fill InterpResult::values (one per graph value) for debugging
+};
+
+struct InterpResult {
+  TensorMap outputs;
+  std::vector<HostTensor> values;  // indexed by ValueId when keep_all_values
+};
+
+// Throws RuntimeError naming the input when one is missing, unknown, or of the wrong type.
+InterpResult interpret(const Graph& graph, const TensorMap& inputs, const InterpOptions& options = {});
+
+// Whether the interpreter has a kernel for an op (in both compute types); the completeness test
+// walks the registry with it.
+bool interp_has_kernel(OpId op);
+
+}  // namespace tg

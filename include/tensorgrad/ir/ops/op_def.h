@@ -1,0 +1,83 @@
+#pragma once
+// The op contract. Every op in ops.def has one OpDef: name, arity, attribute schema, shape rule,
+// gradient rule (or an explicit "not differentiable" mark), sample generator and tolerance class.
+// Kernels live in the backends and are looked up by OpId.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "tensorgrad/ir/attrs.h"
+#include "tensorgrad/ir/ops/op_id.h"
+#include "tensorgrad/ir/ops/sample.h"
+#include "tensorgrad/ir/shape.h"
+#include "tensorgrad/ir/tensor.h"
+
+namespace tg {
+
+// How float32 rounding error grows for one op; the property tests turn it into a tolerance when an
+// f32 run is compared with the f64 oracle. `n` is the reduction length (or K for matmul).
+enum class ToleranceClass : std::uint8_t {
+  exact,           // data movement, comparisons, integer results: bit-exact
+  elementwise,     // one or two correctly rounded float ops: a few ulp
+  transcendental,  // libm functions (exp, log, tanh, ...): tens of ulp
+  reduction,       // sums over n terms: grows with n
+  matmul,          // dot products over K terms: grows with K
+};
+std::string_view tolerance_class_name(ToleranceClass cls);
+// Relative error bound of one op in f32, in units of f32 epsilon, for a reduction length n.
+double tolerance_ulps(ToleranceClass cls, std::int64_t n);
+
+// Shape rule: pure function of the attributes and input types; calls rule_broken() on bad input.
+using ShapeRule = TensorType (*)(const Attrs& attrs, std::span<const TensorType> inputs);
+
+// Gradient rule, written with the tracing front-end so it runs on every backend and can itself be
+// differentiated. It returns one cotangent per input (nullopt: no gradient flows there). A returned
+// cotangent may have the output's broadcast shape; autodiff reduces it with sum_to_shape.
+struct GradArgs {
+  std::span<const Tensor> inputs;
+  Tensor output;
+  Tensor cotangent;
+  const Attrs& attrs;
+};
+using GradRule = std::vector<std::optional<Tensor>> (*)(const GradArgs& args);
+
+// Sample generator: valid attributes, input types and input value domains. When `first` is given
+// the sample must use exactly that type as input 0, or return nullopt if the op cannot take it.
+using SampleRule = std::optional<OpSample> (*)(SampleRng& rng, const std::optional<TensorType>& first);
+
+// Reduction length used by the tolerance class; default: input-0 elements / output elements.
+using ReductionLength = std::int64_t (*)(const Attrs& attrs, std::span<const TensorType> inputs);
+
+inline constexpr int kVariadic = -1;
+
+struct OpDef {
+  std::string_view name;
+  int arity = 0;  // number of inputs, or kVariadic
+  std::vector<AttrSpec> attrs;
+  ShapeRule shape = nullptr;
+  GradRule grad = nullptr;          // required unless differentiable == false
+  bool differentiable = true;       // false: the explicit "not differentiable" mark
+  SampleRule samples = nullptr;
+  ToleranceClass tolerance = ToleranceClass::elementwise;
+  ReductionLength reduction_length = nullptr;  // optional
+};
+
+const OpDef& op_def(OpId id);
+std::optional<OpId> find_op(std::string_view name);
+// Every OpId in registry order, for tests and tools that walk the registry.
+std::span<const OpId> all_ops();
+
+// Checks attrs against the op's schema (names and kinds), then runs the shape rule. Throws
+// RuleBroken on failure; the builder and the verifier add context.
+TensorType infer_type(OpId id, const Attrs& attrs, std::span<const TensorType> inputs);
+
+// One function per op, defined in that op's family file under src/ir/ops.
+#define TG_OP(id, name) const OpDef& id##_def();
+#include "tensorgrad/ir/ops/ops.def"
+#undef TG_OP
+
+}  // namespace tg

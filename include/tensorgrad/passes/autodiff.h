@@ -1,0 +1,24 @@
+#pragma once
+// Reverse-mode autodiff as a Graph -> Graph pass. The result keeps every output of the forward graph
+// and adds one output per requested input, named grad_prefix + input name, so one program computes
+// the loss and its gradients on any backend.
+#include <string>
+#include <vector>
+
+#include "tensorgrad/ir/graph.h"
+
+namespace tg {
+
+struct GradOptions {
+  std::string loss = "loss";          // name of a scalar f32 output
+  std::vector<std::string> wrt;       // inputs to differentiate against; empty: every param input
+  std::string grad_prefix = "grad.";  // output names: grad_prefix + input name
+};
+
+// Cotangents accumulate with add; broadcasting is reversed with sum_to_shape; stop_gradient,
+// non-differentiable ops and integer values pass no gradient; a requested input the loss does not
+// use gets a zero gradient. Throws tg::Error for an unknown loss or input, a non-scalar or non-f32
+// loss, or a non-f32 input in wrt.
+Graph differentiate(const Graph& forward, const GradOptions& options = {});
+
+}  // namespace tg

@@ -1,0 +1,15 @@
+#pragma once
+// Everything public in tensorgrad.
+#include "tensorgrad/interp/host_tensor.h"
+#include "tensorgrad/interp/interpreter.h"
+#include "tensorgrad/ir/attrs.h"
+#include "tensorgrad/ir/dtype.h"
+#include "tensorgrad/ir/error.h"
+#include "tensorgrad/ir/graph.h"
+#include "tensorgrad/ir/ops/api.h"
+#include "tensorgrad/ir/ops/op_def.h"
+#include "tensorgrad/ir/shape.h"
+#include "tensorgrad/ir/tensor.h"
+#include "tensorgrad/ir/text.h"
+#include "tensorgrad/ir/verifier.h"
+#include "tensorgrad/passes/autodiff.h"

@@ -1,0 +1,144 @@
+// Runs a graph node by node in program order (nodes are appended after their inputs, so program
+// order is a topological order). Buffers are released after their last use unless the caller asks
+// to keep every value.
+#include "tensorgrad/interp/interpreter.h"
+
+#include <cmath>
+#include <limits>
+
+#include "kernel.h"
+#include "tensorgrad/ir/error.h"
+
+namespace tg {
+
+namespace {
+
+template <class T>
+interp::Buffer<T> to_buffer(const HostTensor& t) {
+  interp::Buffer<T> b;
+  if (is_float(t.type.dtype)) {
+    b.real.assign(t.values.begin(), t.values.end());  // rounds to T: f32 mode sees f32 inputs
+  } else {
+    b.ints.resize(t.values.size());
+    for (std::size_t i = 0; i < t.values.size(); ++i) b.ints[i] = static_cast<std::int32_t>(t.values[i]);
+  }
+  return b;
+}
+
+template <class T>
+HostTensor to_host(const TensorType& type, const interp::Buffer<T>& b) {
+  HostTensor t{type, {}};
+  if (is_float(type.dtype)) {
+    t.values.assign(b.real.begin(), b.real.end());
+  } else {
+    t.values.assign(b.ints.begin(), b.ints.end());
+  }
+  return t;
+}
+
+void check_input_values(const GraphInput& in, const TensorType& expected, const HostTensor& given) {
+  if (given.type != expected) {
+    throw RuntimeError("input '" + in.name + "' expects " + expected.to_string() + ", got " + given.type.to_string());
+  }
+  if (static_cast<std::int64_t>(given.values.size()) != expected.size()) {
+    throw RuntimeError("input '" + in.name + "' of type " + expected.to_string() + " needs " +
+                       std::to_string(expected.size()) + " elements, got " + std::to_string(given.values.size()));
+  }
+  if (expected.dtype == DType::i32) {
+    for (double v : given.values) {
+      if (v != std::floor(v) || v < std::numeric_limits<std::int32_t>::min() ||
+          v > std::numeric_limits<std::int32_t>::max()) {
+        throw RuntimeError("input '" + in.name + "' is i32 but holds " + std::to_string(v));
+      }
+    }
+  } else if (expected.dtype == DType::boolean) {
+    for (double v : given.values) {
+      if (v != 0.0 && v != 1.0) throw RuntimeError("input '" + in.name + "' is bool but holds " + std::to_string(v));
+    }
+  }
+}
+
+template <class T>
+InterpResult run(const Graph& graph, const TensorMap& inputs, const InterpOptions& options) {
+  const auto& values = graph.values();
+  std::vector<interp::Buffer<T>> buffers(values.size());
+
+  for (const auto& [name, tensor] : inputs) {
+    if (!graph.find_input(name)) {
+      throw RuntimeError("graph '" + graph.name() + "' has no input named '" + name + "'");
+    }
+  }
+  for (const GraphInput& in : graph.inputs()) {
+    auto it = inputs.find(in.name);
+    if (it == inputs.end()) {
+      throw RuntimeError("missing input '" + in.name + "' (" + std::string(input_kind_name(in.kind)) + ", " +
+                         graph.type(in.value).to_string() + ")");
+    }
+    check_input_values(in, graph.type(in.value), it->second);
+    buffers[static_cast<std::size_t>(in.value)] = to_buffer<T>(it->second);
+  }
+
+  // Last node that reads each value; graph outputs are never released.
+  std::vector<NodeId> last_use(values.size(), kNoNode);
+  const auto& nodes = graph.nodes();
+  for (std::size_t n = 0; n < nodes.size(); ++n)
+    for (ValueId v : nodes[n].inputs) last_use[static_cast<std::size_t>(v)] = static_cast<NodeId>(n);
+  for (const auto& out : graph.outputs()) last_use[static_cast<std::size_t>(out.value)] = static_cast<NodeId>(nodes.size());
+
+  const auto& table = interp::kernel_table<T>();
+  std::vector<const interp::Buffer<T>*> in_buffers;
+  std::vector<const TensorType*> in_types;
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    const Node& node = nodes[n];
+    const auto kernel = table[static_cast<std::size_t>(node.op)];
+    if (!kernel) throw RuntimeError("the interpreter has no kernel for op '" + std::string(op_name(node.op)) + "'");
+    in_buffers.clear();
+    in_types.clear();
+    for (ValueId v : node.inputs) {
+      in_buffers.push_back(&buffers[static_cast<std::size_t>(v)]);
+      in_types.push_back(&graph.type(v));
+    }
+    const TensorType& out_type = graph.type(node.output);
+    auto& out = buffers[static_cast<std::size_t>(node.output)];
+    if (is_float(out_type.dtype)) {
+      out.real.assign(static_cast<std::size_t>(out_type.size()), T(0));
+    } else {
+      out.ints.assign(static_cast<std::size_t>(out_type.size()), 0);
+    }
+    try {
+      kernel(interp::KernelCall<T>{node, in_buffers, in_types, out_type, out});
+    } catch (const RuntimeError& e) {
+      throw RuntimeError(std::string(e.what()) + " (node %" + std::to_string(n) + " " +
+                         std::string(op_name(node.op)) + ", created at " + node.loc.to_string() + ")");
+    }
+    if (!options.keep_all_values) {
+      for (ValueId v : node.inputs) {
+        if (last_use[static_cast<std::size_t>(v)] == static_cast<NodeId>(n)) buffers[static_cast<std::size_t>(v)] = {};
+      }
+    }
+  }
+
+  InterpResult result;
+  for (const auto& out : graph.outputs()) {
+    result.outputs.emplace(out.name, to_host(graph.type(out.value), buffers[static_cast<std::size_t>(out.value)]));
+  }
+  if (options.keep_all_values) {
+    result.values.reserve(values.size());
+    for (std::size_t v = 0; v < values.size(); ++v) result.values.push_back(to_host(values[v].type, buffers[v]));
+  }
+  return result;
+}
+
+}  // namespace
+
+InterpResult interpret(const Graph& graph, const TensorMap& inputs, const InterpOptions& options) {
+  if (options.compute == ComputeType::f64) return run<double>(graph, inputs, options);
+  return run<float>(graph, inputs, options);
+}
+
+bool interp_has_kernel(OpId op) {
+  const auto i = static_cast<std::size_t>(op);
+  return interp::kernel_table<float>()[i] != nullptr && interp::kernel_table<double>()[i] != nullptr;
+}
+
+}  // namespace tg

@@ -1,0 +1,42 @@
+#pragma once
+// The interpreter's kernel interface. A kernel is templated on the compute type T (float or
+// double): f32 values live in Buffer::real as T, i32 and bool values in Buffer::ints.
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "tensorgrad/ir/graph.h"
+#include "tensorgrad/ir/ops/op_def.h"
+
+namespace tg::interp {
+
+template <class T>
+struct Buffer {
+  std::vector<T> real;
+  std::vector<std::int32_t> ints;
+};
+
+template <class T>
+struct KernelCall {
+  const Node& node;
+  std::span<const Buffer<T>* const> inputs;
+  std::span<const TensorType* const> input_types;
+  const TensorType& output_type;
+  Buffer<T>& output;  // already sized: real for f32 outputs, ints for i32 and bool outputs
+
+  const Attrs& attrs() const { return node.attrs; }
+  const TensorType& in_type(std::size_t i) const { return *input_types[i]; }
+  const std::vector<T>& real(std::size_t i) const { return inputs[i]->real; }
+  const std::vector<std::int32_t>& ints(std::size_t i) const { return inputs[i]->ints; }
+};
+
+template <class T>
+using KernelFn = void (*)(const KernelCall<T>& call);
+template <class T>
+using KernelTable = std::array<KernelFn<T>, kNumOps>;
+
+template <class T>
+const KernelTable<T>& kernel_table();
+
+}  // namespace tg::interp

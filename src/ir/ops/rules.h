@@ -1,0 +1,41 @@
+#pragma once
+// Shared pieces for op definitions: shape-rule helpers (broadcasting, axis normalization, dtype
+// checks) and the front-end helpers that turn operands into nodes. Internal to src/ir/ops.
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tensorgrad/ir/error.h"
+#include "tensorgrad/ir/ops/api.h"
+#include "tensorgrad/ir/ops/op_def.h"
+
+namespace tg::rules {
+
+// NumPy broadcasting of two or more shapes; rule_broken() names the first incompatible axis.
+Shape broadcast_shapes(std::span<const Shape> shapes);
+Shape broadcast_shapes(const Shape& a, const Shape& b);
+// Maps a possibly negative axis into [0, rank); rule_broken() when out of range.
+std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank);
+// Normalizes, sorts and checks a list of axes for duplicates.
+std::vector<std::int64_t> normalize_axes(std::span<const std::int64_t> axes, std::int64_t rank);
+void require_dtype(const TensorType& t, DType dtype, std::string_view what);  // what: "input 0"
+void require_same_dtype(std::span<const TensorType> inputs);
+void require_arity(std::span<const TensorType> inputs, std::size_t n);
+std::string axes_to_string(std::span<const std::int64_t> axes);
+
+}  // namespace tg::rules
+
+namespace tg::frontend {
+
+SourceLoc site(const CallSite& loc);
+// The builder the operands belong to (the first tensor's), else the current tracing scope's.
+GraphBuilder& builder_for(std::initializer_list<const Operand*> operands);
+// A 0-d f32 `full` node for scalar operands.
+Tensor as_tensor(const Operand& operand, GraphBuilder& builder, const SourceLoc& loc);
+Tensor emit(OpId op, std::initializer_list<Tensor> inputs, Attrs attrs, const CallSite& loc);
+Tensor emit(OpId op, std::initializer_list<Tensor> inputs, Attrs attrs, const SourceLoc& loc);
+Tensor emit_binary(OpId op, const Operand& a, const Operand& b, const CallSite& loc);
+
+}  // namespace tg::frontend

@@ -1,0 +1,78 @@
+// The samples' PRNG and value domains.
+#include "tensorgrad/ir/ops/sample.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tg {
+
+std::uint64_t SampleRng::next() {
+  std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+std::int64_t SampleRng::uniform_int(std::int64_t lo, std::int64_t hi) {
+  if (hi <= lo) return lo;
+  const auto span = static_cast<std::uint64_t>(hi - lo) + 1;
+  return lo + static_cast<std::int64_t>(next() % span);
+}
+
+double SampleRng::uniform(double lo, double hi) {
+  const double unit = static_cast<double>(next() >> 11) * 0x1.0p-53;
+  return lo + (hi - lo) * unit;
+}
+
+bool SampleRng::coin(double p_true) { return uniform(0.0, 1.0) < p_true; }
+
+Shape SampleRng::shape(int min_rank, int max_rank, std::int64_t max_dim) {
+  const auto rank = uniform_int(min_rank, max_rank);
+  Shape s(static_cast<std::size_t>(rank));
+  for (auto& d : s) d = uniform_int(1, max_dim);
+  return s;
+}
+
+std::vector<double> ValueDomain::draw(SampleRng& rng, std::int64_t count) const {
+  std::vector<double> values(static_cast<std::size_t>(count));
+  switch (kind) {
+    case Kind::real:
+      for (auto& v : values) v = rng.uniform(lo, hi);
+      break;
+    case Kind::away_from_zero:
+      for (auto& v : values) v = rng.uniform(lo, hi) * (rng.coin() ? 1.0 : -1.0);
+      break;
+    case Kind::spaced: {
+      // Distinct grid points in [lo, hi], shuffled, jittered by less than gap/4: no two values
+      // are closer than gap/2, so ties cannot happen under f32 rounding or small perturbations.
+      const double step = std::max(gap, (hi - lo) / static_cast<double>(std::max<std::int64_t>(count, 1)));
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        values[i] = lo + step * static_cast<double>(i) + rng.uniform(-gap / 4, gap / 4);
+      }
+      for (std::size_t i = values.size(); i > 1; --i) {
+        std::swap(values[i - 1], values[static_cast<std::size_t>(rng.uniform_int(0, static_cast<std::int64_t>(i) - 1))]);
+      }
+      break;
+    }
+    case Kind::small_ints:
+    case Kind::index:
+      for (auto& v : values) v = static_cast<double>(rng.uniform_int(static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi)));
+      break;
+    case Kind::boolean:
+      for (auto& v : values) v = rng.coin() ? 1.0 : 0.0;
+      break;
+  }
+  return values;
+}
+
+bool ValueDomain::accepts(const std::vector<double>& values) const {
+  if (fresh_only) return false;
+  for (double v : values) {
+    if (!std::isfinite(v)) return false;
+    if (kind == Kind::real && (v < lo || v > hi)) return false;
+    if (kind == Kind::away_from_zero && (std::fabs(v) < lo || std::fabs(v) > hi)) return false;
+  }
+  return true;
+}
+
+}  // namespace tg

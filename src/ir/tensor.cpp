@@ -1,0 +1,78 @@
+// GraphBuilder, Tensor and the per-thread tracing context.
+#include "tensorgrad/ir/tensor.h"
+
+#include <vector>
+
+#include "tensorgrad/ir/error.h"
+#include "tensorgrad/ir/ops/op_def.h"
+
+namespace tg {
+
+namespace {
+thread_local GraphBuilder* current_tracing_builder = nullptr;
+}
+
+GraphBuilder& Tensor::builder() const {
+  if (!builder_) throw Error("use of an empty tg::Tensor (default-constructed, never assigned)");
+  return *builder_;
+}
+
+const TensorType& Tensor::type() const { return builder().graph().type(id_); }
+
+std::int64_t Tensor::dim(std::int64_t axis) const {
+  const auto r = rank();
+  const auto a = axis < 0 ? axis + r : axis;
+  if (a < 0 || a >= r) {
+    throw Error("axis " + std::to_string(axis) + " is out of range for a tensor of type " + type().to_string());
+  }
+  return shape()[static_cast<std::size_t>(a)];
+}
+
+Tensor GraphBuilder::input(std::string name, TensorType type, InputKind kind) {
+  for (auto d : type.shape) {
+    if (d < 0) throw Error("input '" + name + "' has a negative dimension: " + type.to_string());
+  }
+  return Tensor(this, graph_.add_input(std::move(name), kind, std::move(type)));
+}
+
+void GraphBuilder::output(std::string name, const Tensor& value) {
+  if (&value.builder() != this) throw Error("output '" + name + "' is a tensor of another graph");
+  graph_.add_output(std::move(name), value.id());
+}
+
+Tensor GraphBuilder::emit(OpId op, std::span<const Tensor> inputs, Attrs attrs, const SourceLoc& loc) {
+  const SourceLoc& where = location_override_ ? *location_override_ : loc;
+  std::vector<TensorType> types;
+  std::vector<ValueId> ids;
+  types.reserve(inputs.size());
+  ids.reserve(inputs.size());
+  for (const Tensor& t : inputs) {
+    if (&t.builder() != this) {
+      throw ShapeError(std::string(op_name(op)), {}, "an input belongs to another graph being traced", where);
+    }
+    types.push_back(t.type());
+    ids.push_back(t.id());
+  }
+  TensorType out;
+  try {
+    out = infer_type(op, attrs, types);
+  } catch (const RuleBroken& broken) {
+    throw ShapeError(std::string(op_name(op)), std::move(types), broken.rule, where);
+  }
+  return Tensor(this, graph_.add_node(op, std::move(ids), std::move(attrs), std::move(out), where));
+}
+
+TracingScope::TracingScope(GraphBuilder& builder) : previous_(current_tracing_builder) {
+  current_tracing_builder = &builder;
+}
+
+TracingScope::~TracingScope() { current_tracing_builder = previous_; }
+
+GraphBuilder& current_builder() {
+  if (!current_tracing_builder) {
+    throw Error("no graph is being traced: create a tg::GraphBuilder and a tg::TracingScope first");
+  }
+  return *current_tracing_builder;
+}
+
+}  // namespace tg

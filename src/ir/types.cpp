@@ -1,0 +1,84 @@
+// dtype names, shapes, tensor types, source locations, errors.
+#include <sstream>
+
+#include "tensorgrad/ir/dtype.h"
+#include "tensorgrad/ir/error.h"
+#include "tensorgrad/ir/shape.h"
+#include "tensorgrad/ir/source_loc.h"
+
+namespace tg {
+
+std::string_view dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "f32";
+    case DType::i32: return "i32";
+    case DType::boolean: return "bool";
+  }
+  return "?";
+}
+
+std::optional<DType> parse_dtype(std::string_view text) {
+  if (text == "f32") return DType::f32;
+  if (text == "i32") return DType::i32;
+  if (text == "bool") return DType::boolean;
+  return std::nullopt;
+}
+
+std::int64_t num_elements(const Shape& shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+std::string shape_to_string(const Shape& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+std::vector<std::int64_t> row_major_strides(const Shape& shape) {
+  std::vector<std::int64_t> strides(shape.size(), 1);
+  for (std::size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+std::string TensorType::to_string() const { return std::string(dtype_name(dtype)) + shape_to_string(shape); }
+
+SourceLoc SourceLoc::from(const std::source_location& loc) {
+  return SourceLoc{loc.file_name(), loc.line(), loc.column()};
+}
+
+std::string SourceLoc::to_string() const {
+  if (!known()) return "<unknown>";
+  return file + ":" + std::to_string(line);
+}
+
+namespace {
+std::string shape_error_message(const std::string& op, const std::vector<TensorType>& inputs,
+                                const std::string& rule, const SourceLoc& loc) {
+  std::ostringstream out;
+  out << op << "(";
+  for (std::size_t i = 0; i < inputs.size(); ++i) out << (i ? ", " : "") << inputs[i].to_string();
+  out << "): " << rule << " (called at " << loc.to_string() << ")";
+  return out.str();
+}
+}  // namespace
+
+ShapeError::ShapeError(std::string op, std::vector<TensorType> inputs, std::string rule, SourceLoc loc)
+    : Error(shape_error_message(op, inputs, rule, loc)),
+      op_(std::move(op)),
+      inputs_(std::move(inputs)),
+      rule_(std::move(rule)),
+      loc_(std::move(loc)) {}
+
+ParseError::ParseError(std::string what, std::size_t line, std::size_t column)
+    : Error("parse error at line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + what),
+      line_(line),
+      column_(column) {}
+
+void rule_broken(std::string rule) { throw RuleBroken{std::move(rule)}; }
+
+}  // namespace tg
