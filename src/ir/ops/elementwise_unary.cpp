@@ -1,86 +1,306 @@
-// STUB: to be replaced by the real definitions of this family.
+// Elementwise unary ops: f32 math (neg, abs, square, sqrt, rsqrt, exp, log, sin, cos, tanh, sigmoid,
+// relu, gelu, silu, clamp) and stop_gradient, the identity that blocks gradients (any dtype).
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
 #include "rules.h"
 
 namespace tg {
 
+namespace {
+
+constexpr std::int64_t kMaxSampleElements = 512;
+
+// ---- shape rules -------------------------------------------------------------------------------
+
+TensorType float_unary_shape(const Attrs&, std::span<const TensorType> in) {
+  rules::require_dtype(in[0], DType::f32, "input");
+  return in[0];
+}
+
+TensorType any_dtype_unary_shape(const Attrs&, std::span<const TensorType> in) { return in[0]; }
+
+std::string real_to_string(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+TensorType clamp_shape(const Attrs& attrs, std::span<const TensorType> in) {
+  rules::require_dtype(in[0], DType::f32, "input");
+  const double lo = attrs.real("lo");
+  const double hi = attrs.real("hi");
+  if (!(lo <= hi)) rule_broken("lo must be <= hi, got lo=" + real_to_string(lo) + " and hi=" + real_to_string(hi));
+  return in[0];
+}
+
+// ---- grad rules --------------------------------------------------------------------------------
+
+using Grads = std::vector<std::optional<Tensor>>;
+
+Grads neg_grad(const GradArgs& args) { return {neg(args.cotangent)}; }
+
+Grads abs_grad(const GradArgs& args) {
+  const Tensor& g = args.cotangent;
+  return {where(less(args.inputs[0], 0.0), neg(g), g)};
+}
+
+Grads square_grad(const GradArgs& args) { return {args.cotangent * args.inputs[0] * 2.0}; }
+
+// d sqrt(x) = 1 / (2 sqrt(x)): reuses the output.
+Grads sqrt_grad(const GradArgs& args) { return {args.cotangent / (args.output * 2.0)}; }
+
+// d x^(-1/2) = -x^(-3/2) / 2 = -out^3 / 2.
+Grads rsqrt_grad(const GradArgs& args) {
+  const Tensor& out = args.output;
+  return {args.cotangent * (out * square(out) * -0.5)};
+}
+
+Grads exp_grad(const GradArgs& args) { return {args.cotangent * args.output}; }
+
+Grads log_grad(const GradArgs& args) { return {args.cotangent / args.inputs[0]}; }
+
+Grads sin_grad(const GradArgs& args) { return {args.cotangent * cos(args.inputs[0])}; }
+
+Grads cos_grad(const GradArgs& args) { return {neg(args.cotangent * sin(args.inputs[0]))}; }
+
+Grads tanh_grad(const GradArgs& args) { return {args.cotangent * (1.0 - square(args.output))}; }
+
+Grads sigmoid_grad(const GradArgs& args) {
+  const Tensor& s = args.output;
+  return {args.cotangent * (s * (1.0 - s))};
+}
+
+Grads relu_grad(const GradArgs& args) { return {where(greater(args.inputs[0], 0.0), args.cotangent, 0.0)}; }
+
+// gelu(x) = x/2 (1 + tanh(u)), u = c (x + k x^3):
+// gelu'(x) = (1 + tanh(u)) / 2 + x/2 (1 - tanh(u)^2) c (1 + 3k x^2).
+constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2/pi)
+constexpr double kGeluCubic = 0.044715;
+
+Grads gelu_grad(const GradArgs& args) {
+  const Tensor& x = args.inputs[0];
+  const Tensor x2 = square(x);
+  const Tensor t = tanh((x + x2 * x * kGeluCubic) * kGeluScale);
+  const Tensor du_dx = (x2 * (3.0 * kGeluCubic) + 1.0) * kGeluScale;
+  const Tensor slope = (t + 1.0) * 0.5 + x * 0.5 * (1.0 - square(t)) * du_dx;
+  return {args.cotangent * slope};
+}
+
+// silu(x) = x s(x): silu'(x) = s (1 + x (1 - s)).
+Grads silu_grad(const GradArgs& args) {
+  const Tensor& x = args.inputs[0];
+  const Tensor s = sigmoid(x);
+  return {args.cotangent * (s * (x * (1.0 - s) + 1.0))};
+}
+
+// Zero outside the open interval (lo, hi), where the output does not move with x.
+Grads clamp_grad(const GradArgs& args) {
+  const Tensor& x = args.inputs[0];
+  const Tensor inside_hi = where(less(x, args.attrs.real("hi")), args.cotangent, 0.0);
+  return {where(greater(x, args.attrs.real("lo")), inside_hi, 0.0)};
+}
+
+// ---- samples -----------------------------------------------------------------------------------
+
+Shape draw_shape(SampleRng& rng) {
+  for (;;) {
+    Shape s = rng.shape(0, 4);
+    if (num_elements(s) <= kMaxSampleElements) return s;
+  }
+}
+
+// Grid of a ValueDomain::spaced draw of `count` values (sample.cpp): lo + step*i, jitter < gap/4.
+struct Grid {
+  double lo;
+  double step;
+  double gap;
+};
+
+Grid spaced_grid(std::int64_t count) {
+  constexpr double kGap = 0.05;
+  const auto n = static_cast<double>(std::max<std::int64_t>(count, 1));
+  return {-2.0, std::max(kGap, 4.0 / n), kGap};
+}
+
+// An untied domain laid out so that `kink` falls halfway between two grid points: no value lands
+// within step/2 - gap/4 of it, so f32, f64 and finite differences agree about which side it is on.
+ValueDomain domain_around_kink(std::int64_t count, double kink) {
+  const Grid grid = spaced_grid(count);
+  const double below = std::floor(static_cast<double>(std::max<std::int64_t>(count, 1)) / 2);
+  const double lo = kink - (below + 0.5) * grid.step;
+  return ValueDomain::untied(lo, lo + grid.step * static_cast<double>(std::max<std::int64_t>(count, 1)), grid.gap);
+}
+
+template <ValueDomain (*kDomain)(std::int64_t count)>
+std::optional<OpSample> float_samples(SampleRng& rng, const std::optional<TensorType>& first) {
+  if (first && first->dtype != DType::f32) return std::nullopt;
+  const TensorType type = first ? *first : TensorType{DType::f32, draw_shape(rng)};
+  return OpSample{{}, {type}, {kDomain(type.size())}};
+}
+
+ValueDomain smooth_domain(std::int64_t) { return ValueDomain::real_range(-2, 2); }
+ValueDomain positive_domain(std::int64_t) { return ValueDomain::positive(0.5, 3); }
+ValueDomain kink_at_zero_domain(std::int64_t count) { return domain_around_kink(count, 0.0); }
+
+// clamp's bounds sit halfway between grid points of the value domain, for the same reason as above.
+std::optional<OpSample> clamp_samples(SampleRng& rng, const std::optional<TensorType>& first) {
+  if (first && first->dtype != DType::f32) return std::nullopt;
+  const TensorType type = first ? *first : TensorType{DType::f32, draw_shape(rng)};
+  const Grid grid = spaced_grid(type.size());
+  const std::int64_t points = std::max<std::int64_t>(type.size(), 1);
+  const auto bound = [&](std::int64_t i) { return grid.lo + (static_cast<double>(i) + 0.5) * grid.step; };
+  const std::int64_t lo_index = rng.uniform_int(-1, points / 2);
+  const std::int64_t hi_index = rng.uniform_int(lo_index, points);
+  Attrs attrs{{"lo", bound(lo_index)}, {"hi", bound(hi_index)}};
+  const ValueDomain values = ValueDomain::untied(grid.lo, grid.lo + grid.step * static_cast<double>(points), grid.gap);
+  return OpSample{std::move(attrs), {type}, {values}};
+}
+
+// stop_gradient takes any dtype; its input is an ordinary value.
+std::optional<OpSample> stop_gradient_samples(SampleRng& rng, const std::optional<TensorType>& first) {
+  const TensorType type = first ? *first : TensorType{DType::f32, draw_shape(rng)};
+  ValueDomain domain = ValueDomain::real_range(-2, 2);
+  if (type.dtype == DType::i32) domain = ValueDomain::indices(0, 5);
+  if (type.dtype == DType::boolean) domain = ValueDomain::booleans();
+  return OpSample{{}, {type}, {domain}};
+}
+
+OpDef float_unary_def(OpId id, GradRule grad, SampleRule samples, ToleranceClass tolerance) {
+  return OpDef{.name = op_name(id),
+               .arity = 1,
+               .attrs = {},
+               .shape = float_unary_shape,
+               .grad = grad,
+               .differentiable = true,
+               .samples = samples,
+               .tolerance = tolerance};
+}
+
+constexpr auto kElementwise = ToleranceClass::elementwise;
+constexpr auto kTranscendental = ToleranceClass::transcendental;
+
+}  // namespace
+
 const OpDef& Neg_def() {
-  static const OpDef def{.name = op_name(OpId::Neg)};
+  static const OpDef def = float_unary_def(OpId::Neg, neg_grad, float_samples<smooth_domain>, kElementwise);
   return def;
 }
 
 const OpDef& Abs_def() {
-  static const OpDef def{.name = op_name(OpId::Abs)};
+  static const OpDef def = float_unary_def(OpId::Abs, abs_grad, float_samples<kink_at_zero_domain>, kElementwise);
   return def;
 }
 
 const OpDef& Square_def() {
-  static const OpDef def{.name = op_name(OpId::Square)};
+  static const OpDef def = float_unary_def(OpId::Square, square_grad, float_samples<smooth_domain>, kElementwise);
   return def;
 }
 
 const OpDef& Sqrt_def() {
-  static const OpDef def{.name = op_name(OpId::Sqrt)};
+  static const OpDef def = float_unary_def(OpId::Sqrt, sqrt_grad, float_samples<positive_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Rsqrt_def() {
-  static const OpDef def{.name = op_name(OpId::Rsqrt)};
+  static const OpDef def = float_unary_def(OpId::Rsqrt, rsqrt_grad, float_samples<positive_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Exp_def() {
-  static const OpDef def{.name = op_name(OpId::Exp)};
+  static const OpDef def = float_unary_def(OpId::Exp, exp_grad, float_samples<smooth_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Log_def() {
-  static const OpDef def{.name = op_name(OpId::Log)};
+  static const OpDef def = float_unary_def(OpId::Log, log_grad, float_samples<positive_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Sin_def() {
-  static const OpDef def{.name = op_name(OpId::Sin)};
+  static const OpDef def = float_unary_def(OpId::Sin, sin_grad, float_samples<smooth_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Cos_def() {
-  static const OpDef def{.name = op_name(OpId::Cos)};
+  static const OpDef def = float_unary_def(OpId::Cos, cos_grad, float_samples<smooth_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Tanh_def() {
-  static const OpDef def{.name = op_name(OpId::Tanh)};
+  static const OpDef def = float_unary_def(OpId::Tanh, tanh_grad, float_samples<smooth_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Sigmoid_def() {
-  static const OpDef def{.name = op_name(OpId::Sigmoid)};
+  static const OpDef def = float_unary_def(OpId::Sigmoid, sigmoid_grad, float_samples<smooth_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Relu_def() {
-  static const OpDef def{.name = op_name(OpId::Relu)};
+  static const OpDef def = float_unary_def(OpId::Relu, relu_grad, float_samples<kink_at_zero_domain>, kElementwise);
   return def;
 }
 
 const OpDef& Gelu_def() {
-  static const OpDef def{.name = op_name(OpId::Gelu)};
+  static const OpDef def = float_unary_def(OpId::Gelu, gelu_grad, float_samples<smooth_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Silu_def() {
-  static const OpDef def{.name = op_name(OpId::Silu)};
+  static const OpDef def = float_unary_def(OpId::Silu, silu_grad, float_samples<smooth_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Clamp_def() {
-  static const OpDef def{.name = op_name(OpId::Clamp)};
+  static const OpDef def{.name = op_name(OpId::Clamp),
+                         .arity = 1,
+                         .attrs = {{"hi", AttrKind::real}, {"lo", AttrKind::real}},
+                         .shape = clamp_shape,
+                         .grad = clamp_grad,
+                         .differentiable = true,
+                         .samples = clamp_samples,
+                         .tolerance = kElementwise};
   return def;
 }
 
 const OpDef& StopGradient_def() {
-  static const OpDef def{.name = op_name(OpId::StopGradient)};
+  static const OpDef def{.name = op_name(OpId::StopGradient),
+                         .arity = 1,
+                         .attrs = {},
+                         .shape = any_dtype_unary_shape,
+                         .grad = nullptr,
+                         .differentiable = false,
+                         .samples = stop_gradient_samples,
+                         .tolerance = ToleranceClass::exact};
   return def;
+}
+
+// ---- front-end ---------------------------------------------------------------------------------
+
+namespace {
+Tensor emit_unary(OpId op, const Tensor& x, const CallSite& loc) { return frontend::emit(op, {x}, Attrs{}, loc); }
+}  // namespace
+
+Tensor neg(const Tensor& x, CallSite loc) { return emit_unary(OpId::Neg, x, loc); }
+Tensor abs(const Tensor& x, CallSite loc) { return emit_unary(OpId::Abs, x, loc); }
+Tensor square(const Tensor& x, CallSite loc) { return emit_unary(OpId::Square, x, loc); }
+Tensor sqrt(const Tensor& x, CallSite loc) { return emit_unary(OpId::Sqrt, x, loc); }
+Tensor rsqrt(const Tensor& x, CallSite loc) { return emit_unary(OpId::Rsqrt, x, loc); }
+Tensor exp(const Tensor& x, CallSite loc) { return emit_unary(OpId::Exp, x, loc); }
+Tensor log(const Tensor& x, CallSite loc) { return emit_unary(OpId::Log, x, loc); }
+Tensor sin(const Tensor& x, CallSite loc) { return emit_unary(OpId::Sin, x, loc); }
+Tensor cos(const Tensor& x, CallSite loc) { return emit_unary(OpId::Cos, x, loc); }
+Tensor tanh(const Tensor& x, CallSite loc) { return emit_unary(OpId::Tanh, x, loc); }
+Tensor sigmoid(const Tensor& x, CallSite loc) { return emit_unary(OpId::Sigmoid, x, loc); }
+Tensor relu(const Tensor& x, CallSite loc) { return emit_unary(OpId::Relu, x, loc); }
+Tensor gelu(const Tensor& x, CallSite loc) { return emit_unary(OpId::Gelu, x, loc); }
+Tensor silu(const Tensor& x, CallSite loc) { return emit_unary(OpId::Silu, x, loc); }
+Tensor stop_gradient(const Tensor& x, CallSite loc) { return emit_unary(OpId::StopGradient, x, loc); }
+
+Tensor clamp(const Tensor& x, double lo, double hi, CallSite loc) {
+  return frontend::emit(OpId::Clamp, {x}, Attrs{{"lo", lo}, {"hi", hi}}, loc);
 }
 
 }  // namespace tg
