@@ -1,0 +1,48 @@
+# Entry points. `make demo` and `make test` each do the whole set-up on a fresh Debian 12 machine:
+# install missing packages (scripts/setup.sh), configure and build with a CMake preset, then run.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PRESET ?= release
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+BUILD_DIR := build/$(if $(filter asan-ubsan,$(PRESET)),asan,$(PRESET))
+
+.PHONY: help setup configure build demo test asan format format-check clean
+
+help:
+	@echo "make demo          set up, build (preset $(PRESET)) and run examples/demo.cpp"
+	@echo "make test          set up, build and run every CTest suite (unit, property, install, ...)"
+	@echo "make asan          the same under AddressSanitizer + UBSan (preset asan-ubsan, build/asan)"
+	@echo "make build         set up and build only;  PRESET=dev|release|asan-ubsan picks the preset"
+	@echo "make format        clang-format every tracked C++ file;  make format-check only checks"
+	@echo "make clean         remove build/dev, build/release and build/asan"
+
+setup:
+	@scripts/setup.sh
+
+configure: setup
+	cmake --preset $(PRESET)
+
+build: configure
+	cmake --build --preset $(PRESET) -j $(JOBS)
+
+demo: configure
+	cmake --build --preset $(PRESET) -j $(JOBS) --target tg_demo
+	./$(BUILD_DIR)/tg_demo
+
+test: build
+	ctest --preset $(PRESET) -j $(JOBS)
+
+asan:
+	$(MAKE) test PRESET=asan-ubsan
+
+CXX_FILES = git ls-files --cached --others --exclude-standard '*.cpp' '*.h' '*.hpp' '*.cc'
+
+format:
+	$(CXX_FILES) | xargs -r clang-format -i
+
+format-check:
+	$(CXX_FILES) | xargs -r clang-format --dry-run --Werror
+
+clean:
+	rm -rf build/dev build/release build/asan
