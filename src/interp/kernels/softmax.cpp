@@ -1,10 +1,88 @@
-// STUB: to be replaced by the real kernels of this family.
+// softmax and log_softmax along one axis, numerically stable (the row maximum is subtracted before
+// exp). Rows run in parallel; each row's max and sum are taken sequentially in index order.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "../parallel.h"
 #include "families.h"
 
 namespace tg::interp {
 
+namespace {
+
+// Rows along a non-last axis are strided; a tile of this many neighbouring rows is processed
+// together so every pass reads memory contiguously.
+constexpr std::int64_t kInnerTile = 256;
+constexpr std::int64_t kWorkGrain = 16384;
+
+template <class T, bool kLog>
+void softmax_kernel(const KernelCall<T>& call) {
+  const Shape& shape = call.in_type(0).shape;
+  const auto axis = static_cast<std::size_t>(call.attrs().integer("axis"));
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t i = 0; i < axis; ++i) outer *= shape[i];
+  for (std::size_t i = axis + 1; i < shape.size(); ++i) inner *= shape[i];
+  const std::int64_t length = shape[axis];
+  const T* x = call.real(0).data();
+  T* y = call.output.real.data();
+
+  const std::int64_t tiles_per_outer = (inner + kInnerTile - 1) / kInnerTile;
+  const std::int64_t tile_work = std::min(inner, kInnerTile) * std::max<std::int64_t>(length, 1);
+  const std::int64_t grain = std::max<std::int64_t>(1, kWorkGrain / std::max<std::int64_t>(tile_work, 1));
+  parallel_chunks(outer * tiles_per_outer, grain, [&](std::int64_t t0, std::int64_t t1) {
+    T row_max[kInnerTile];
+    T row_sum[kInnerTile];
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t o = t / tiles_per_outer;
+      const std::int64_t j0 = (t % tiles_per_outer) * kInnerTile;
+      const std::int64_t width = std::min(kInnerTile, inner - j0);
+      const std::int64_t start = o * length * inner + j0;
+      const T* src = x + start;
+      T* dst = y + start;
+      std::fill(row_max, row_max + width, -std::numeric_limits<T>::infinity());
+      std::fill(row_sum, row_sum + width, T(0));
+      for (std::int64_t a = 0; a < length; ++a) {
+        const T* row = src + a * inner;
+        for (std::int64_t j = 0; j < width; ++j) row_max[j] = std::max(row_max[j], row[j]);
+      }
+      // softmax stores exp(x - max) on the way and scales it afterwards; log_softmax needs only the sum.
+      for (std::int64_t a = 0; a < length; ++a) {
+        const T* row = src + a * inner;
+        T* out_row = dst + a * inner;
+        for (std::int64_t j = 0; j < width; ++j) {
+          const T e = std::exp(row[j] - row_max[j]);
+          row_sum[j] += e;
+          if constexpr (!kLog) out_row[j] = e;
+        }
+      }
+      // (x - max) - log(sum) rather than x - (max + log(sum)): with large x the second form would
+      // round max + log(sum) at the scale of x and lose the small result's precision.
+      if constexpr (kLog) {
+        for (std::int64_t j = 0; j < width; ++j) row_sum[j] = std::log(row_sum[j]);
+      }
+      for (std::int64_t a = 0; a < length; ++a) {
+        const T* row = src + a * inner;
+        T* out_row = dst + a * inner;
+        for (std::int64_t j = 0; j < width; ++j) {
+          if constexpr (kLog) {
+            out_row[j] = (row[j] - row_max[j]) - row_sum[j];
+          } else {
+            out_row[j] /= row_sum[j];
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
 template <class T>
-void register_softmax_kernels(KernelTable<T>&) {}
+void register_softmax_kernels(KernelTable<T>& table) {
+  table[static_cast<std::size_t>(OpId::Softmax)] = softmax_kernel<T, false>;
+  table[static_cast<std::size_t>(OpId::LogSoftmax)] = softmax_kernel<T, true>;
+}
 
 template void register_softmax_kernels<float>(KernelTable<float>&);
 template void register_softmax_kernels<double>(KernelTable<double>&);
