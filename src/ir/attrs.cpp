@@ -3,7 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+#include <charconv>
 
 #include "tensorgrad/ir/error.h"
 
@@ -28,9 +28,10 @@ std::string attr_value_to_string(const AttrValue& value) {
     std::string operator()(double v) const {
       if (std::isnan(v)) return "nan";
       if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+      // Shortest text that reads back to the same bits (0.1 prints as 0.1, not 0.10000000000000001).
       char buf[64];
-      std::snprintf(buf, sizeof buf, "%.17g", v);
-      std::string s = buf;
+      const auto result = std::to_chars(buf, buf + sizeof buf, v);
+      std::string s(buf, result.ptr);
       // Keep reals recognisable as reals in the text format.
       if (s.find_first_of(".en") == std::string::npos) s += ".0";
       return s;

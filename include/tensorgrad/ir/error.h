@@ -57,9 +57,12 @@ class RuntimeError : public Error {
   using Error::Error;
 };
 
-// Thrown by shape rules with just the rule that was broken; the builder and the verifier catch it
-// and rethrow a ShapeError that adds the op, the inputs and the call site.
-struct RuleBroken {
+// Thrown by shape rules (and infer_type) with just the rule that was broken; the builder, the
+// parser and the verifier catch it and rethrow an error that adds the op, the inputs and the call
+// site. It derives from Error so that nothing tensorgrad throws escapes a catch of tg::Error.
+class RuleBroken : public Error {
+ public:
+  explicit RuleBroken(std::string broken) : Error(broken), rule(std::move(broken)) {}
   std::string rule;
 };
 [[noreturn]] void rule_broken(std::string rule);

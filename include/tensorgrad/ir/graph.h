@@ -24,6 +24,7 @@ std::string_view input_kind_name(InputKind kind);
 struct ValueInfo {
   TensorType type;
   NodeId producer = kNoNode;  // kNoNode for graph inputs
+  friend bool operator==(const ValueInfo&, const ValueInfo&) = default;
 };
 
 struct Node {
@@ -32,17 +33,20 @@ struct Node {
   Attrs attrs;
   ValueId output = -1;
   SourceLoc loc;
+  friend bool operator==(const Node&, const Node&) = default;
 };
 
 struct GraphInput {
   std::string name;
   InputKind kind = InputKind::data;
   ValueId value = -1;
+  friend bool operator==(const GraphInput&, const GraphInput&) = default;
 };
 
 struct GraphOutput {
   std::string name;
   ValueId value = -1;
+  friend bool operator==(const GraphOutput&, const GraphOutput&) = default;
 };
 
 class Graph {

@@ -1,10 +1,62 @@
-// STUB: to be replaced by the real kernels of this family.
+// Creation kernels: constant fills and arange, written to .real for f32 outputs and to .ints for
+// i32 and bool outputs (the shape rule already checked the value fits the dtype).
+#include <type_traits>
+
+#include "../parallel.h"
 #include "families.h"
 
 namespace tg::interp {
 
+namespace {
+
+constexpr std::int64_t kGrain = 4096;
+
+// out[i] = value_at(i) on the storage the output dtype lives in.
+template <class T, class ValueAt>
+void fill(const KernelCall<T>& call, ValueAt&& value_at) {
+  auto write = [&](auto& out) {
+    using Element = typename std::remove_reference_t<decltype(out)>::value_type;
+    parallel_chunks(call.output_type.size(), kGrain, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) out[static_cast<std::size_t>(i)] = static_cast<Element>(value_at(i));
+    });
+  };
+  if (is_float(call.output_type.dtype)) {
+    write(call.output.real);
+  } else {
+    write(call.output.ints);
+  }
+}
+
 template <class T>
-void register_creation_kernels(KernelTable<T>&) {}
+void full_kernel(const KernelCall<T>& call) {
+  const double value = call.attrs().real("value");
+  fill(call, [value](std::int64_t) { return value; });
+}
+
+template <class T>
+void zeros_kernel(const KernelCall<T>& call) {
+  fill(call, [](std::int64_t) { return 0.0; });
+}
+
+template <class T>
+void ones_kernel(const KernelCall<T>& call) {
+  fill(call, [](std::int64_t) { return 1.0; });
+}
+
+template <class T>
+void arange_kernel(const KernelCall<T>& call) {
+  fill(call, [](std::int64_t i) { return i; });
+}
+
+}  // namespace
+
+template <class T>
+void register_creation_kernels(KernelTable<T>& table) {
+  table[static_cast<std::size_t>(OpId::Full)] = full_kernel<T>;
+  table[static_cast<std::size_t>(OpId::Zeros)] = zeros_kernel<T>;
+  table[static_cast<std::size_t>(OpId::Ones)] = ones_kernel<T>;
+  table[static_cast<std::size_t>(OpId::Arange)] = arange_kernel<T>;
+}
 
 template void register_creation_kernels<float>(KernelTable<float>&);
 template void register_creation_kernels<double>(KernelTable<double>&);

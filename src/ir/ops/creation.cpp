@@ -1,26 +1,147 @@
-// STUB: to be replaced by the real definitions of this family.
+// Creation ops: full, zeros, ones and arange. They take no inputs, so the front-end appends them to
+// the current tracing scope's builder; they are constants, hence not differentiable and bit-exact.
+#include <cmath>
+#include <limits>
+
 #include "rules.h"
 
 namespace tg {
 
+namespace {
+
+void require_nonnegative_shape(const Shape& shape) {
+  for (auto d : shape) {
+    if (d < 0) rule_broken("shape " + shape_to_string(shape) + " has a negative dimension " + std::to_string(d));
+  }
+}
+
+// A value the dtype can hold exactly: i32 needs an integer in range, bool needs 0 or 1. Any f32
+// value is accepted, infinities included (masks use -inf).
+void require_representable(double value, DType dtype) {
+  const std::string shown = attr_value_to_string(value);
+  if (dtype == DType::i32) {
+    if (!std::isfinite(value) || value != std::floor(value) || value < std::numeric_limits<std::int32_t>::min() ||
+        value > std::numeric_limits<std::int32_t>::max()) {
+      rule_broken("an i32 tensor needs an integer value in the i32 range, got " + shown);
+    }
+  } else if (dtype == DType::boolean && value != 0.0 && value != 1.0) {
+    rule_broken("a bool tensor needs the value 0 or 1, got " + shown);
+  }
+}
+
+TensorType full_shape(const Attrs& attrs, std::span<const TensorType>) {
+  const Shape& shape = attrs.ints("shape");
+  require_nonnegative_shape(shape);
+  const DType dtype = attrs.dtype("dtype");
+  require_representable(attrs.real("value"), dtype);
+  return TensorType{dtype, shape};
+}
+
+TensorType filled_shape(const Attrs& attrs, std::span<const TensorType>) {
+  require_nonnegative_shape(attrs.ints("shape"));
+  return TensorType{attrs.dtype("dtype"), attrs.ints("shape")};
+}
+
+TensorType arange_shape(const Attrs& attrs, std::span<const TensorType>) {
+  const auto n = attrs.integer("n");
+  if (n < 0) rule_broken("n must be >= 0, got " + std::to_string(n));
+  const DType dtype = attrs.dtype("dtype");
+  if (dtype != DType::f32 && dtype != DType::i32) {
+    rule_broken("dtype must be f32 or i32, got " + std::string(dtype_name(dtype)));
+  }
+  if (n > std::int64_t{std::numeric_limits<std::int32_t>::max()} + 1) {
+    rule_broken("n = " + std::to_string(n) + " is too large for i32 indices");
+  }
+  return TensorType{dtype, Shape{n}};
+}
+
+DType random_dtype(SampleRng& rng) {
+  constexpr DType kDtypes[] = {DType::f32, DType::f32, DType::i32, DType::boolean};
+  return kDtypes[rng.uniform_int(0, 3)];
+}
+
+// Creation ops have no input 0, so a sample can never start from an existing value.
+std::optional<OpSample> full_samples(SampleRng& rng, const std::optional<TensorType>& first) {
+  if (first) return std::nullopt;
+  const DType dtype = random_dtype(rng);
+  double value = 0;
+  switch (dtype) {
+    case DType::f32: value = static_cast<float>(rng.uniform(-2, 2)); break;
+    case DType::i32: value = static_cast<double>(rng.uniform_int(-8, 8)); break;
+    case DType::boolean: value = rng.coin() ? 1.0 : 0.0; break;
+  }
+  return OpSample{Attrs{{"dtype", dtype}, {"shape", rng.shape(0, 3)}, {"value", value}}, {}, {}};
+}
+
+std::optional<OpSample> filled_samples(SampleRng& rng, const std::optional<TensorType>& first) {
+  if (first) return std::nullopt;
+  return OpSample{Attrs{{"dtype", random_dtype(rng)}, {"shape", rng.shape(0, 3)}}, {}, {}};
+}
+
+std::optional<OpSample> arange_samples(SampleRng& rng, const std::optional<TensorType>& first) {
+  if (first) return std::nullopt;
+  const DType dtype = rng.coin() ? DType::f32 : DType::i32;
+  return OpSample{Attrs{{"dtype", dtype}, {"n", rng.uniform_int(0, 64)}}, {}, {}};
+}
+
+OpDef creation_def(OpId id, std::vector<AttrSpec> attrs, ShapeRule shape, SampleRule samples) {
+  return OpDef{.name = op_name(id),
+               .arity = 0,
+               .attrs = std::move(attrs),
+               .shape = shape,
+               .grad = nullptr,
+               .differentiable = false,
+               .samples = samples,
+               .tolerance = ToleranceClass::exact};
+}
+
+}  // namespace
+
 const OpDef& Full_def() {
-  static const OpDef def{.name = op_name(OpId::Full)};
+  static const OpDef def = creation_def(
+      OpId::Full, {{"shape", AttrKind::ints}, {"value", AttrKind::real}, {"dtype", AttrKind::dtype}}, full_shape,
+      full_samples);
   return def;
 }
 
 const OpDef& Zeros_def() {
-  static const OpDef def{.name = op_name(OpId::Zeros)};
+  static const OpDef def =
+      creation_def(OpId::Zeros, {{"shape", AttrKind::ints}, {"dtype", AttrKind::dtype}}, filled_shape, filled_samples);
   return def;
 }
 
 const OpDef& Ones_def() {
-  static const OpDef def{.name = op_name(OpId::Ones)};
+  static const OpDef def =
+      creation_def(OpId::Ones, {{"shape", AttrKind::ints}, {"dtype", AttrKind::dtype}}, filled_shape, filled_samples);
   return def;
 }
 
 const OpDef& Arange_def() {
-  static const OpDef def{.name = op_name(OpId::Arange)};
+  static const OpDef def =
+      creation_def(OpId::Arange, {{"n", AttrKind::integer}, {"dtype", AttrKind::dtype}}, arange_shape, arange_samples);
   return def;
 }
+
+// ---- front-end ----
+
+Tensor full(Shape shape, double value, DType dtype, CallSite loc) {
+  // An f32 constant is an f32 value: round it here so the f64 oracle and the f32 backends agree.
+  if (dtype == DType::f32) value = static_cast<float>(value);
+  return frontend::emit(OpId::Full, {}, Attrs{{"shape", std::move(shape)}, {"value", value}, {"dtype", dtype}}, loc);
+}
+
+Tensor zeros(Shape shape, DType dtype, CallSite loc) {
+  return frontend::emit(OpId::Zeros, {}, Attrs{{"shape", std::move(shape)}, {"dtype", dtype}}, loc);
+}
+
+Tensor ones(Shape shape, DType dtype, CallSite loc) {
+  return frontend::emit(OpId::Ones, {}, Attrs{{"shape", std::move(shape)}, {"dtype", dtype}}, loc);
+}
+
+Tensor arange(std::int64_t n, DType dtype, CallSite loc) {
+  return frontend::emit(OpId::Arange, {}, Attrs{{"n", n}, {"dtype", dtype}}, loc);
+}
+
+Tensor scalar(double value, CallSite loc) { return full(Shape{}, value, DType::f32, loc); }
 
 }  // namespace tg

@@ -92,7 +92,9 @@ GraphBuilder& builder_for(std::initializer_list<const Operand*> operands) {
 
 Tensor as_tensor(const Operand& operand, GraphBuilder& builder, const SourceLoc& loc) {
   if (const auto* t = std::get_if<Tensor>(&operand.value())) return *t;
-  const double value = std::get<double>(operand.value());
+  // The constant is an f32 value of an f32 graph: round it once here, so the f64 oracle and the f32
+  // backends see the same number.
+  const double value = static_cast<float>(std::get<double>(operand.value()));
   Attrs attrs{{"dtype", DType::f32}, {"shape", std::vector<std::int64_t>{}}, {"value", value}};
   return builder.emit(OpId::Full, {}, std::move(attrs), loc);
 }

@@ -83,8 +83,8 @@ std::string_view tolerance_class_name(ToleranceClass cls) {
 }
 
 double tolerance_ulps(ToleranceClass cls, std::int64_t n) {
-  // Sums in fixed-order blocks grow roughly like sqrt(n) in practice and n in the worst case; we
-  // take a bound between the two (2*sqrt(n) + 4) that real rounding stays well inside.
+  // Rounding error of a sum of n terms grows like sqrt(n) in practice (random-walk rounding) and
+  // like n only in the worst case; 4 + 8*sqrt(n) ulp sits well above what real sums show.
   const double length = static_cast<double>(std::max<std::int64_t>(n, 1));
   switch (cls) {
     case ToleranceClass::exact: return 0.0;

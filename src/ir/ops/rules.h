@@ -13,6 +13,8 @@
 
 namespace tg::rules {
 
+using tg::rule_broken;  // so rules can spell it rules::rule_broken
+
 // NumPy broadcasting of two or more shapes; rule_broken() names the first incompatible axis.
 Shape broadcast_shapes(std::span<const Shape> shapes);
 Shape broadcast_shapes(const Shape& a, const Shape& b);
