@@ -58,6 +58,22 @@ void check_input_values(const GraphInput& in, const TensorType& expected, const 
   }
 }
 
+constexpr std::int32_t kIntSentinel = std::numeric_limits<std::int32_t>::min();
+
+template <class T>
+bool fully_written(const interp::Buffer<T>& out, const TensorType& type) {
+  if (is_float(type.dtype)) {
+    if (out.real.size() != static_cast<std::size_t>(type.size())) return false;
+    for (T v : out.real)
+      if (std::isnan(v)) return false;
+    return true;
+  }
+  if (out.ints.size() != static_cast<std::size_t>(type.size())) return false;
+  for (std::int32_t v : out.ints)
+    if (v == kIntSentinel) return false;
+  return true;
+}
+
 template <class T>
 InterpResult run(const Graph& graph, const TensorMap& inputs, const InterpOptions& options) {
   const auto& values = graph.values();
@@ -100,16 +116,23 @@ InterpResult run(const Graph& graph, const TensorMap& inputs, const InterpOption
     }
     const TensorType& out_type = graph.type(node.output);
     auto& out = buffers[static_cast<std::size_t>(node.output)];
+    const auto out_size = static_cast<std::size_t>(out_type.size());
     if (is_float(out_type.dtype)) {
-      out.real.assign(static_cast<std::size_t>(out_type.size()), T(0));
+      out.real.assign(out_size, options.check_coverage ? std::numeric_limits<T>::quiet_NaN() : T(0));
     } else {
-      out.ints.assign(static_cast<std::size_t>(out_type.size()), 0);
+      out.ints.assign(out_size, options.check_coverage ? kIntSentinel : 0);
     }
+    const auto where = [&] {
+      return " (node %" + std::to_string(n) + " " + std::string(op_name(node.op)) + ", created at " +
+             node.loc.to_string() + ")";
+    };
     try {
       kernel(interp::KernelCall<T>{node, in_buffers, in_types, out_type, out});
     } catch (const RuntimeError& e) {
-      throw RuntimeError(std::string(e.what()) + " (node %" + std::to_string(n) + " " +
-                         std::string(op_name(node.op)) + ", created at " + node.loc.to_string() + ")");
+      throw RuntimeError(std::string(e.what()) + where());
+    }
+    if (options.check_coverage && !fully_written(out, out_type)) {
+      throw RuntimeError("kernel left elements of its " + out_type.to_string() + " output unwritten" + where());
     }
     if (!options.keep_all_values) {
       for (ValueId v : node.inputs) {

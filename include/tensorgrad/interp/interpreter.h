@@ -14,6 +14,11 @@ enum class ComputeType : std::uint8_t { f32, f64 };
 struct InterpOptions {
   ComputeType compute = ComputeType::f64;
   bool keep_all_values = false;  // fill InterpResult::values (one per graph value) for debugging
+  // Pre-fill every output buffer with a sentinel (NaN, or INT32_MIN for i32/bool) and fail with a
+  // RuntimeError when a kernel leaves any element unwritten: the kernel then produced fewer elements
+  // than the op's shape rule promised. Used by the property tests on finite inputs: a kernel that
+  // legitimately computes NaN would be reported as well.
+  bool check_coverage = false;
 };
 
 struct InterpResult {

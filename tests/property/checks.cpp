@@ -1,0 +1,249 @@
+#include "checks.h"
+
+#include <tbb/global_control.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+namespace tg::testing {
+
+namespace {
+
+constexpr double kF32Epsilon = std::numeric_limits<float>::epsilon();
+constexpr double kF64Epsilon = std::numeric_limits<double>::epsilon();
+
+InterpResult run(const Graph& g, const TensorMap& inputs, ComputeType compute, bool keep = false) {
+  return interpret(g, inputs, {.compute = compute, .keep_all_values = keep});
+}
+
+double max_abs(const std::vector<HostTensor>& tensors) {
+  double m = 0;
+  for (const auto& t : tensors)
+    for (double v : t.values) m = std::max(m, std::fabs(v));
+  return m;
+}
+
+std::string fmt(double v) {
+  std::ostringstream out;
+  out.precision(17);
+  out << v;
+  return out.str();
+}
+
+// Appends a loss = sum_k sum(out_k * w_k) over the f32 outputs, with each w_k a data input
+// "proj.k" filled with values in [-1, 1]. Returns false when there is no f32 output.
+bool add_projected_loss(const GraphCase& c, SampleRng& rng, Graph& out_graph, TensorMap& inputs) {
+  GraphBuilder b(c.graph.name());
+  b.mutable_graph() = c.graph;
+  TracingScope scope(b);
+  std::optional<Tensor> loss;
+  int k = 0;
+  for (const auto& output : c.graph.outputs()) {
+    const TensorType& type = c.graph.type(output.value);
+    if (type.dtype != DType::f32) continue;
+    const std::string name = "proj." + std::to_string(k++);
+    Tensor w = b.input(name, type);
+    std::vector<double> values(static_cast<std::size_t>(type.size()));
+    for (double& v : values) v = static_cast<float>(rng.uniform(-1, 1));
+    inputs.emplace(name, HostTensor::of(type, std::move(values)));
+    Tensor term = sum(b.wrap(output.value) * w);
+    loss = loss ? *loss + term : term;
+  }
+  if (!loss) return false;
+  b.output("loss", *loss);
+  out_graph = b.take();
+  return true;
+}
+
+std::vector<std::string> differentiable_inputs(const GraphCase& c) {
+  std::vector<std::string> names;
+  for (const auto& in : c.graph.inputs()) {
+    if (c.graph.type(in.value).dtype == DType::f32 && !c.frozen.contains(in.name)) names.push_back(in.name);
+  }
+  return names;
+}
+
+double loss_at(const Graph& g, const TensorMap& inputs) {
+  return run(g, inputs, ComputeType::f64).outputs.at("loss").values.at(0);
+}
+
+}  // namespace
+
+double graph_tolerance(const Graph& g) {
+  double ulps = 0;
+  std::vector<TensorType> types;
+  for (const Node& node : g.nodes()) {
+    const OpDef& def = op_def(node.op);
+    types.clear();
+    for (ValueId v : node.inputs) types.push_back(g.type(v));
+    std::int64_t n = 1;
+    if (def.reduction_length) {
+      n = def.reduction_length(node.attrs, types);
+    } else if (!types.empty() && g.type(node.output).size() > 0) {
+      n = std::max<std::int64_t>(1, types[0].size() / g.type(node.output).size());
+    }
+    ulps += tolerance_ulps(def.tolerance, n);
+  }
+  // Errors entering an op come out scaled by its derivative; the samples' domains keep those
+  // derivatives small (denominators >= 0.5, bounded inputs to exp), and a factor of 4 covers them.
+  return 4.0 * kF32Epsilon * std::max(ulps, 1.0);
+}
+
+std::optional<std::string> check_f32_matches_f64(const GraphCase& c) {
+  const auto oracle = run(c.graph, c.inputs, ComputeType::f64, true);
+  const auto fast = run(c.graph, c.inputs, ComputeType::f32);
+  const double scale = std::max(1.0, max_abs(oracle.values));
+  const double tol = graph_tolerance(c.graph) * scale;
+  for (const auto& [name, expected] : oracle.outputs) {
+    const HostTensor& got = fast.outputs.at(name);
+    for (std::size_t i = 0; i < expected.values.size(); ++i) {
+      const double d = expected.values[i];
+      const double f = got.values[i];
+      const bool ok = is_float(expected.type.dtype) ? std::fabs(f - d) <= tol : f == d;
+      if (!ok) {
+        return "output " + name + "[" + std::to_string(i) + "]: f32 gives " + fmt(f) + ", the f64 oracle " + fmt(d) +
+               " (allowed error " + fmt(tol) + ")";
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check_same_bits_any_thread_count(const GraphCase& c) {
+  for (ComputeType compute : {ComputeType::f64, ComputeType::f32}) {
+    InterpResult many = run(c.graph, c.inputs, compute, true);
+    InterpResult one;
+    {
+      tbb::global_control single(tbb::global_control::max_allowed_parallelism, 1);
+      one = run(c.graph, c.inputs, compute, true);
+    }
+    for (std::size_t v = 0; v < many.values.size(); ++v) {
+      if (many.values[v].values != one.values[v].values) {
+        return "value %" + std::to_string(v) + " differs between 1 thread and all threads (" +
+               (compute == ComputeType::f64 ? "f64" : "f32") + ")";
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check_coverage(const GraphCase& c) {
+  for (ComputeType compute : {ComputeType::f64, ComputeType::f32}) {
+    try {
+      interpret(c.graph, c.inputs, {.compute = compute, .check_coverage = true});
+    } catch (const RuntimeError& e) {
+      return std::string("shape rule and kernel disagree: ") + e.what();
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check_round_trip(const GraphCase& c) {
+  const std::string text = print_graph(c.graph);
+  Graph parsed;
+  try {
+    parsed = parse_graph(text);
+  } catch (const Error& e) {
+    return std::string("the printed graph does not parse: ") + e.what() + "\n" + text;
+  }
+  if (!(parsed == c.graph)) return "parse(print(g)) differs from g:\n" + text + "\nreprinted:\n" + print_graph(parsed);
+  if (print_graph(parsed) != text) return "print(parse(text)) differs from text:\n" + text;
+  return std::nullopt;
+}
+
+std::optional<std::string> check_directional_gradient(const GraphCase& c, std::uint64_t seed) {
+  SampleRng rng(seed);
+  Graph with_loss;
+  TensorMap inputs = c.inputs;
+  if (!add_projected_loss(c, rng, with_loss, inputs)) return std::nullopt;
+  const auto wrt = differentiable_inputs(c);
+  if (wrt.empty()) return std::nullopt;
+  const Graph grad_graph = differentiate(with_loss, {.loss = "loss", .wrt = wrt});
+  verify(grad_graph);
+  const auto grads = run(grad_graph, inputs, ComputeType::f64).outputs;
+
+  TensorMap plus = inputs;
+  TensorMap minus = inputs;
+  constexpr double h = 1e-6;
+  double analytic = 0;
+  double magnitude = 0;
+  for (const auto& name : wrt) {
+    const HostTensor& g = grads.at("grad." + name);
+    auto& p = plus.at(name).values;
+    auto& m = minus.at(name).values;
+    for (std::size_t i = 0; i < g.values.size(); ++i) {
+      const double direction = rng.uniform(-1, 1);
+      analytic += g.values[i] * direction;
+      magnitude += std::fabs(g.values[i] * direction);
+      p[i] += h * direction;
+      m[i] -= h * direction;
+    }
+  }
+  const auto all = run(with_loss, inputs, ComputeType::f64, true);
+  const double loss_scale = std::max(1.0, max_abs(all.values));
+  const double numeric = (loss_at(with_loss, plus) - loss_at(with_loss, minus)) / (2 * h);
+  // Truncation error is O(h^2); rounding error is about eps * |values| / h per evaluation.
+  const double tol = 1e-6 * (1 + magnitude) + 64 * kF64Epsilon * loss_scale * static_cast<double>(c.graph.nodes().size() + 1) / h;
+  if (std::fabs(analytic - numeric) > tol) {
+    return "autodiff directional derivative " + fmt(analytic) + " vs central difference " + fmt(numeric) +
+           " (allowed error " + fmt(tol) + ")\ngradient graph:\n" + print_graph(grad_graph, {.locations = false});
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check_full_jacobian(const GraphCase& c) {
+  const auto y_id = c.graph.find_output("y");
+  if (!y_id || c.graph.type(*y_id).dtype != DType::f32) return std::nullopt;
+  const auto wrt = differentiable_inputs(c);
+  if (wrt.empty()) return std::nullopt;
+  const TensorType y_type = c.graph.type(*y_id);
+
+  GraphBuilder b(c.graph.name());
+  b.mutable_graph() = c.graph;
+  {
+    TracingScope scope(b);
+    b.output("loss", sum(b.wrap(*y_id) * b.input("w", y_type)));
+  }
+  const Graph with_loss = b.take();
+  const Graph grad_graph = differentiate(with_loss, {.loss = "loss", .wrt = wrt});
+
+  const auto n_out = static_cast<std::size_t>(y_type.size());
+  TensorMap inputs = c.inputs;
+  inputs.emplace("w", HostTensor::filled(y_type, 0.0));
+  // rows[j][name] = d y_j / d name, by autodiff with a one-hot cotangent on y_j.
+  std::vector<TensorMap> rows;
+  for (std::size_t j = 0; j < n_out; ++j) {
+    auto& w = inputs.at("w").values;
+    std::fill(w.begin(), w.end(), 0.0);
+    w[j] = 1.0;
+    rows.push_back(run(grad_graph, inputs, ComputeType::f64).outputs);
+  }
+  const double y_scale = std::max(1.0, max_abs({run(c.graph, c.inputs, ComputeType::f64).outputs.at("y")}));
+  constexpr double h = 1e-6;
+  for (const auto& name : wrt) {
+    const auto n_in = c.inputs.at(name).values.size();
+    for (std::size_t e = 0; e < n_in; ++e) {
+      TensorMap plus = c.inputs;
+      TensorMap minus = c.inputs;
+      plus.at(name).values[e] += h;
+      minus.at(name).values[e] -= h;
+      const auto yp = run(c.graph, plus, ComputeType::f64).outputs.at("y").values;
+      const auto ym = run(c.graph, minus, ComputeType::f64).outputs.at("y").values;
+      for (std::size_t j = 0; j < n_out; ++j) {
+        const double numeric = (yp[j] - ym[j]) / (2 * h);
+        const double analytic = rows[j].at("grad." + name).values[e];
+        const double tol = 1e-6 * (1 + std::fabs(analytic)) + 64 * kF64Epsilon * y_scale / h;
+        if (std::fabs(numeric - analytic) > tol) {
+          return "Jacobian entry d y[" + std::to_string(j) + "] / d " + name + "[" + std::to_string(e) +
+                 "]: autodiff " + fmt(analytic) + ", central difference " + fmt(numeric) + "\ngradient graph:\n" +
+                 print_graph(grad_graph, {.locations = false});
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace tg::testing

@@ -1,0 +1,25 @@
+#pragma once
+// Numerical checks shared by the property suites: f32 vs f64 comparison under a tolerance class,
+// bit-identity across thread counts, and autodiff vs central finite differences.
+#include <optional>
+#include <string>
+
+#include "graph_gen.h"
+
+namespace tg::testing {
+
+// Each returns nullopt when the check passes, or a message saying what disagreed and by how much.
+std::optional<std::string> check_f32_matches_f64(const GraphCase& c);
+std::optional<std::string> check_same_bits_any_thread_count(const GraphCase& c);
+std::optional<std::string> check_coverage(const GraphCase& c);
+std::optional<std::string> check_round_trip(const GraphCase& c);
+// Directional derivative of loss = sum_k <out_k, w_k> along a random direction, vs central differences.
+std::optional<std::string> check_directional_gradient(const GraphCase& c, std::uint64_t seed);
+// The full Jacobian of a small single-op graph, column by column (finite differences) and row by
+// row (autodiff with one-hot cotangents).
+std::optional<std::string> check_full_jacobian(const GraphCase& c);
+
+// The error bound allowed for an f32 run of the whole graph, relative to `scale`.
+double graph_tolerance(const Graph& g);
+
+}  // namespace tg::testing

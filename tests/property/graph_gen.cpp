@@ -1,0 +1,233 @@
+#include "graph_gen.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <sstream>
+
+#include "tensorgrad/ir/error.h"
+
+namespace tg::testing {
+
+namespace {
+
+// Results beyond this magnitude make finite differences and f32 comparisons meaningless noise.
+constexpr double kMaxMagnitude = 1e3;
+
+struct Pooled {
+  Tensor tensor;
+  HostTensor value;  // computed by the f64 oracle while building
+};
+
+double round_to_dtype(double v, DType dtype) {
+  // f32 inputs must be exactly representable so the f32 and f64 runs see the same numbers.
+  return dtype == DType::f32 ? static_cast<double>(static_cast<float>(v)) : v;
+}
+
+bool well_behaved(const HostTensor& t) {
+  return std::all_of(t.values.begin(), t.values.end(),
+                     [](double v) { return std::isfinite(v) && std::fabs(v) <= kMaxMagnitude; });
+}
+
+// Draws fresh values for the inputs not taken from the pool. Tie-sensitive ("spaced") inputs of one op
+// are drawn as one sequence and split, so no element of one ties with an element of another.
+std::vector<std::vector<double>> draw_fresh(const OpSample& sample, const std::vector<bool>& fresh, SampleRng& rng) {
+  const std::size_t n = sample.inputs.size();
+  std::vector<std::vector<double>> values(n);
+  std::int64_t spaced_total = 0;
+  std::optional<std::size_t> spaced_first;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (fresh[i] && sample.domains[i].kind == ValueDomain::Kind::spaced) {
+      spaced_total += sample.inputs[i].size();
+      if (!spaced_first) spaced_first = i;
+    }
+  }
+  std::vector<double> spaced;
+  if (spaced_first) spaced = sample.domains[*spaced_first].draw(rng, spaced_total);
+  std::size_t spaced_used = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!fresh[i]) continue;
+    const auto count = static_cast<std::size_t>(sample.inputs[i].size());
+    if (sample.domains[i].kind == ValueDomain::Kind::spaced) {
+      values[i].assign(spaced.begin() + static_cast<std::ptrdiff_t>(spaced_used),
+                       spaced.begin() + static_cast<std::ptrdiff_t>(spaced_used + count));
+      spaced_used += count;
+    } else {
+      values[i] = sample.domains[i].draw(rng, static_cast<std::int64_t>(count));
+    }
+    for (double& v : values[i]) v = round_to_dtype(v, sample.inputs[i].dtype);
+  }
+  return values;
+}
+
+// Runs one node on host values in f64; nullopt when the result is not well behaved.
+std::optional<HostTensor> evaluate_one(OpId op, const OpSample& sample, const std::vector<HostTensor>& args) {
+  Graph one("one");
+  std::vector<ValueId> ids;
+  TensorMap inputs;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string name = "a" + std::to_string(i);
+    ids.push_back(one.add_input(name, InputKind::data, args[i].type));
+    inputs.emplace(name, args[i]);
+  }
+  TensorType out;
+  try {
+    out = infer_type(op, sample.attrs, sample.inputs);
+  } catch (const RuleBroken& broken) {
+    throw std::logic_error("the sample generator of '" + std::string(op_name(op)) +
+                           "' produced an input its shape rule refuses: " + broken.rule);
+  }
+  one.add_output("y", one.add_node(op, ids, sample.attrs, out, {}));
+  HostTensor result = interpret(one, inputs, {.compute = ComputeType::f64}).outputs.at("y");
+  if (!well_behaved(result)) return std::nullopt;
+  return result;
+}
+
+class Builder {
+ public:
+  explicit Builder(std::string name) : builder_(std::move(name)), scope_(builder_) {}
+
+  void apply(std::size_t index, const Step& step, std::span<const OpId> ops) {
+    SampleRng rng(step.seed);
+    const OpId op = ops[step.op_pick % ops.size()];
+    const OpDef& def = op_def(op);
+    if (!def.samples) return;
+
+    std::optional<OpSample> sample;
+    std::optional<std::size_t> first;
+    if (!pool_.empty() && def.arity != 0 && rng.coin(0.7)) {
+      const auto pick = static_cast<std::size_t>(rng.uniform_int(0, static_cast<std::int64_t>(pool_.size()) - 1));
+      sample = def.samples(rng, pool_[pick].tensor.type());
+      if (sample && sample->domains.at(0).accepts(pool_[pick].value.values)) {
+        first = pick;
+      } else {
+        sample.reset();
+      }
+    }
+    if (!sample) sample = def.samples(rng, std::nullopt);
+    if (!sample) return;
+    if (sample->domains.size() != sample->inputs.size()) {
+      throw std::logic_error("the sample generator of '" + std::string(def.name) + "' gave " +
+                             std::to_string(sample->domains.size()) + " domains for " +
+                             std::to_string(sample->inputs.size()) + " inputs");
+    }
+
+    const std::size_t n = sample->inputs.size();
+    std::vector<std::optional<std::size_t>> reused(n);
+    if (n > 0) reused[0] = first;
+    for (std::size_t i = first ? 1 : 0; i < n; ++i) {
+      if (!rng.coin(0.5)) continue;
+      for (std::size_t p = 0; p < pool_.size(); ++p) {
+        if (pool_[p].tensor.type() == sample->inputs[i] && sample->domains[i].accepts(pool_[p].value.values)) {
+          reused[i] = p;
+          break;
+        }
+      }
+    }
+    std::vector<bool> fresh(n);
+    for (std::size_t i = 0; i < n; ++i) fresh[i] = !reused[i];
+    auto values = draw_fresh(*sample, fresh, rng);
+
+    std::vector<HostTensor> args;
+    for (std::size_t i = 0; i < n; ++i) {
+      args.push_back(reused[i] ? pool_[*reused[i]].value : HostTensor::of(sample->inputs[i], values[i]));
+    }
+    auto result = evaluate_one(op, *sample, args);
+    if (!result) return;
+
+    std::vector<Tensor> operands;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (reused[i]) {
+        operands.push_back(pool_[*reused[i]].tensor);
+        continue;
+      }
+      const std::string name = "x" + std::to_string(case_.inputs.size());
+      operands.push_back(builder_.input(name, sample->inputs[i]));
+      case_.inputs.emplace(name, args[i]);
+      if (sample->domains[i].kind == ValueDomain::Kind::small_ints && is_float(sample->inputs[i].dtype)) {
+        case_.frozen.insert(name);
+      }
+      pool_.push_back(Pooled{operands.back(), args[i]});
+    }
+    const SourceLoc loc{"random_graph", static_cast<std::uint32_t>(index + 1), 0};
+    Tensor out = builder_.emit(op, operands, sample->attrs, loc);
+    pool_.push_back(Pooled{out, std::move(*result)});
+  }
+
+  GraphCase finish() {
+    const Graph& g = builder_.graph();
+    std::vector<bool> consumed(g.values().size(), false);
+    for (const Node& node : g.nodes())
+      for (ValueId v : node.inputs) consumed[static_cast<std::size_t>(v)] = true;
+    int k = 0;
+    for (const Node& node : g.nodes()) {
+      if (!consumed[static_cast<std::size_t>(node.output)]) builder_.output("out" + std::to_string(k++), builder_.wrap(node.output));
+    }
+    case_.graph = builder_.take();
+    return std::move(case_);
+  }
+
+ private:
+  GraphBuilder builder_;
+  TracingScope scope_;
+  std::vector<Pooled> pool_;
+  GraphCase case_;
+};
+
+}  // namespace
+
+std::vector<OpId> sampled_ops() {
+  std::vector<OpId> ops;
+  for (OpId op : all_ops())
+    if (op_def(op).samples) ops.push_back(op);
+  return ops;
+}
+
+GraphCase build_graph(const std::vector<Step>& steps, std::span<const OpId> ops) {
+  Builder builder("random");
+  for (std::size_t i = 0; i < steps.size(); ++i) builder.apply(i, steps[i], ops);
+  return builder.finish();
+}
+
+GraphCase build_single_op(OpId op, const OpSample& sample, SampleRng& rng) {
+  GraphCase c;
+  GraphBuilder builder(std::string(op_name(op)));
+  const std::vector<bool> fresh(sample.inputs.size(), true);
+  const auto values = draw_fresh(sample, fresh, rng);
+  std::vector<Tensor> operands;
+  for (std::size_t i = 0; i < sample.inputs.size(); ++i) {
+    const std::string name = "x" + std::to_string(i);
+    operands.push_back(builder.input(name, sample.inputs[i]));
+    c.inputs.emplace(name, HostTensor::of(sample.inputs[i], values[i]));
+    if (sample.domains[i].kind == ValueDomain::Kind::small_ints && is_float(sample.inputs[i].dtype)) c.frozen.insert(name);
+  }
+  builder.output("y", builder.emit(op, operands, sample.attrs, SourceLoc{"single_op", 1, 0}));
+  c.graph = builder.take();
+  return c;
+}
+
+std::string describe_tensor(const std::string& name, const HostTensor& t) {
+  std::ostringstream out;
+  out.precision(17);
+  out << "  %" << name << ": " << t.type.to_string() << " = [";
+  for (std::size_t i = 0; i < t.values.size(); ++i) out << (i ? ", " : "") << t.values[i];
+  out << "]\n";
+  return out.str();
+}
+
+std::string describe(const GraphCase& c) {
+  std::string text = "\n" + print_graph(c.graph, {.locations = false}) + "inputs:\n";
+  for (const auto& [name, tensor] : c.inputs) text += describe_tensor(name, tensor);
+  return text;
+}
+
+rc::Gen<std::vector<Step>> gen_recipe(std::size_t op_count, int max_steps) {
+  const auto step = rc::gen::construct<Step>(rc::gen::inRange<std::uint32_t>(0, static_cast<std::uint32_t>(op_count)),
+                                            rc::gen::arbitrary<std::uint64_t>());
+  // Removing steps is how RapidCheck shrinks a container: every shorter recipe still builds.
+  // Lengths grow with RapidCheck's size parameter (0..100) up to max_steps.
+  return rc::gen::suchThat(rc::gen::scale(max_steps / 100.0, rc::gen::container<std::vector<Step>>(step)),
+                           [](const std::vector<Step>& steps) { return !steps.empty(); });
+}
+
+}  // namespace tg::testing

@@ -1,0 +1,43 @@
+#pragma once
+// Random valid graphs driven by the op registry. A graph is built from a recipe: a list of steps,
+// each naming an op and a seed. Building never fails: a step whose op cannot apply (its sample
+// refuses the chosen value, or its result would be non-finite or huge) is skipped. So any sub-list of
+// a recipe, which is what RapidCheck tries while shrinking, still builds a valid, smaller graph.
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tensorgrad/tensorgrad.h"
+
+namespace tg::testing {
+
+struct Step {
+  std::uint32_t op_pick = 0;
+  std::uint64_t seed = 0;
+};
+
+struct GraphCase {
+  Graph graph;
+  TensorMap inputs;
+  // f32 inputs holding discrete values (operands of equal()): moving them by a finite-difference step
+  // would change a comparison, so gradient checks hold them fixed.
+  std::set<std::string> frozen;
+};
+
+// Every op that has a sample generator.
+std::vector<OpId> sampled_ops();
+GraphCase build_graph(const std::vector<Step>& steps, std::span<const OpId> ops);
+// A graph with one node of `op` on a sample (fresh inputs for every operand).
+GraphCase build_single_op(OpId op, const OpSample& sample, SampleRng& rng);
+// The graph in the text format followed by every input's values, for failure messages.
+std::string describe(const GraphCase& c);
+std::string describe_tensor(const std::string& name, const HostTensor& t);
+
+// Recipes of 1..max_steps steps over `ops`.
+rc::Gen<std::vector<Step>> gen_recipe(std::size_t op_count, int max_steps);
+
+}  // namespace tg::testing

@@ -1,0 +1,91 @@
+// Properties of random graphs built from the whole registry (dims 1-8, up to 12 steps). A failure
+// prints the shrunk graph in the text format with its input values.
+#include "checks.h"
+#include "graph_gen.h"
+#include "property_support.h"
+
+namespace tg::testing {
+namespace {
+
+constexpr int kMaxSteps = 12;
+
+GraphCase generate() {
+  static const std::vector<OpId> ops = sampled_ops();
+  const auto steps = *gen_recipe(ops.size(), kMaxSteps);
+  GraphCase c = build_graph(steps, ops);
+  RC_PRE(!c.graph.nodes().empty());
+  return c;
+}
+
+void fail_with(const std::optional<std::string>& problem, const GraphCase& c) {
+  if (problem) RC_FAIL(*problem + "\nshrunk graph:" + describe(c));
+}
+
+TG_PROPERTY(RandomGraph, VerifierAcceptsEveryGeneratedGraph, 150, ()) {
+  const GraphCase c = generate();
+  try {
+    verify(c.graph);
+  } catch (const Error& e) {
+    RC_FAIL(std::string(e.what()) + describe(c));
+  }
+}
+
+TG_PROPERTY(RandomGraph, ShapeRuleMatchesKernelOutput, 150, ()) {
+  const GraphCase c = generate();
+  fail_with(check_coverage(c), c);
+}
+
+TG_PROPERTY(RandomGraph, PrintParseRoundTrip, 150, ()) {
+  const GraphCase c = generate();
+  fail_with(check_round_trip(c), c);
+}
+
+TG_PROPERTY(RandomGraph, FloatInterpreterMatchesDoubleOracle, 150, ()) {
+  const GraphCase c = generate();
+  fail_with(check_f32_matches_f64(c), c);
+}
+
+TG_PROPERTY(RandomGraph, SameBitsWithOneThreadAndAllThreads, 60, ()) {
+  const GraphCase c = generate();
+  fail_with(check_same_bits_any_thread_count(c), c);
+}
+
+TG_PROPERTY(RandomGraph, AutodiffMatchesFiniteDifferences, 150, (std::uint64_t seed)) {
+  const GraphCase c = generate();
+  fail_with(check_directional_gradient(c, seed), c);
+}
+
+TG_PROPERTY(RandomGraph, AutodiffGraphVerifiesAndRoundTrips, 60, ()) {
+  const GraphCase c = generate();
+  GraphBuilder b("with_loss");
+  b.mutable_graph() = c.graph;
+  bool any = false;
+  {
+    TracingScope scope(b);
+    std::optional<Tensor> loss;
+    for (const auto& out : c.graph.outputs()) {
+      if (c.graph.type(out.value).dtype != DType::f32) continue;
+      const Tensor term = sum(b.wrap(out.value));
+      loss = loss ? *loss + term : term;
+    }
+    if (loss) {
+      b.output("loss", *loss);
+      any = true;
+    }
+  }
+  RC_PRE(any);
+  std::vector<std::string> wrt;
+  for (const auto& in : c.graph.inputs())
+    if (c.graph.type(in.value).dtype == DType::f32) wrt.push_back(in.name);
+  RC_PRE(!wrt.empty());
+  GraphCase grads{differentiate(b.take(), {.loss = "loss", .wrt = wrt}), c.inputs, c.frozen};
+  try {
+    verify(grads.graph);
+  } catch (const Error& e) {
+    RC_FAIL(std::string(e.what()) + describe(grads));
+  }
+  fail_with(check_round_trip(grads), grads);
+}
+
+}  // namespace
+}  // namespace tg::testing

@@ -1,0 +1,90 @@
+// Every op in the registry, one at a time, on its own samples: the kernel fills exactly the shape
+// its rule promises, f32 matches the f64 oracle under the op's tolerance class, print/parse round
+// trips, and (for differentiable ops) the full Jacobian from autodiff matches central differences.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "checks.h"
+#include "graph_gen.h"
+#include "property_support.h"
+
+namespace tg::testing {
+namespace {
+
+constexpr std::int64_t kMaxJacobianElements = 64;
+
+class SingleOp : public ::testing::TestWithParam<OpId> {};
+
+std::string op_param_name(const ::testing::TestParamInfo<OpId>& info) { return std::string(op_name(info.param)); }
+
+// The op's own tolerance class, relative to the largest magnitude among its inputs and outputs.
+std::optional<std::string> check_op_tolerance(const GraphCase& c) {
+  const auto oracle = interpret(c.graph, c.inputs, {.compute = ComputeType::f64});
+  const auto fast = interpret(c.graph, c.inputs, {.compute = ComputeType::f32});
+  const Node& node = c.graph.nodes().front();
+  const OpDef& def = op_def(node.op);
+  std::vector<TensorType> types;
+  for (ValueId v : node.inputs) types.push_back(c.graph.type(v));
+  const HostTensor& expected = oracle.outputs.at("y");
+  std::int64_t n = 1;
+  if (def.reduction_length) {
+    n = def.reduction_length(node.attrs, types);
+  } else if (!types.empty() && expected.type.size() > 0) {
+    n = std::max<std::int64_t>(1, types[0].size() / expected.type.size());
+  }
+  double scale = 1;
+  for (const auto& [name, t] : c.inputs)
+    for (double v : t.values) scale = std::max(scale, std::fabs(v));
+  for (double v : expected.values) scale = std::max(scale, std::fabs(v));
+  const double tol = 2 * tolerance_ulps(def.tolerance, n) * std::numeric_limits<float>::epsilon() * scale;
+  const HostTensor& got = fast.outputs.at("y");
+  for (std::size_t i = 0; i < expected.values.size(); ++i) {
+    const double err = std::fabs(got.values[i] - expected.values[i]);
+    if (err > tol) {
+      return "y[" + std::to_string(i) + "]: f32 " + std::to_string(got.values[i]) + " vs f64 " +
+             std::to_string(expected.values[i]) + ", error " + std::to_string(err) + " > allowed " +
+             std::to_string(tol) + " (" + std::string(tolerance_class_name(def.tolerance)) + ", n=" +
+             std::to_string(n) + ")";
+    }
+  }
+  return std::nullopt;
+}
+
+TEST_P(SingleOp, PassesEveryPropertyOnItsSamples) {
+  const OpId op = GetParam();
+  const OpDef& def = op_def(op);
+  ASSERT_NE(def.samples, nullptr) << def.name << " has no sample generator";
+  const int cases = scaled_cases(25);
+  int jacobians_checked = 0;
+  for (int i = 0; i < cases; ++i) {
+    SampleRng rng(0x5eed0000ULL + static_cast<std::uint64_t>(i) * 7919 + static_cast<std::uint64_t>(op));
+    auto sample = def.samples(rng, std::nullopt);
+    ASSERT_TRUE(sample.has_value()) << def.name << ": samples() without a given input type must produce a sample";
+    GraphCase c = build_single_op(op, *sample, rng);
+    for (const auto& check : {check_coverage(c), check_op_tolerance(c), check_round_trip(c)}) {
+      ASSERT_FALSE(check.has_value()) << *check << describe(c);
+    }
+    if (!def.differentiable) continue;
+    std::int64_t total = c.graph.type(c.graph.outputs().front().value).size();
+    for (const auto& in : c.graph.inputs()) total = std::max(total, c.graph.type(in.value).size());
+    if (total > kMaxJacobianElements) {
+      const auto problem = check_directional_gradient(c, static_cast<std::uint64_t>(i));
+      ASSERT_FALSE(problem.has_value()) << *problem << describe(c);
+      continue;
+    }
+    const auto problem = check_full_jacobian(c);
+    ASSERT_FALSE(problem.has_value()) << *problem << describe(c);
+    ++jacobians_checked;
+  }
+  if (def.differentiable) {
+    EXPECT_GT(jacobians_checked, 0) << def.name << ": no sample was small enough for a full Jacobian check";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, SingleOp, ::testing::ValuesIn(all_ops().begin(), all_ops().end()), op_param_name);
+
+}  // namespace
+}  // namespace tg::testing

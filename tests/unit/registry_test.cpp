@@ -1,0 +1,62 @@
+// The registry completeness test: every op in ops.def has every part of the op contract.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "tensorgrad/tensorgrad.h"
+
+namespace tg {
+namespace {
+
+TEST(Registry, EveryOpHasEveryPart) {
+  std::set<std::string_view> names;
+  for (OpId op : all_ops()) {
+    const OpDef& def = op_def(op);
+    SCOPED_TRACE(std::string(op_name(op)));
+    EXPECT_EQ(def.name, op_name(op)) << "OpDef name differs from its ops.def line";
+    EXPECT_TRUE(names.insert(def.name).second) << "duplicate op name";
+    EXPECT_NE(def.shape, nullptr) << "missing shape rule";
+    if (def.differentiable) {
+      EXPECT_NE(def.grad, nullptr) << "missing gradient rule (or mark the op .differentiable = false)";
+    } else {
+      EXPECT_EQ(def.grad, nullptr) << "marked not differentiable but has a gradient rule";
+    }
+    EXPECT_NE(def.samples, nullptr) << "missing sample generator";
+    EXPECT_TRUE(interp_has_kernel(op)) << "missing interpreter kernel";
+    EXPECT_EQ(find_op(def.name), op);
+  }
+}
+
+TEST(Registry, SamplesSatisfyTheirOwnShapeRules) {
+  for (OpId op : all_ops()) {
+    const OpDef& def = op_def(op);
+    if (!def.samples) continue;
+    SCOPED_TRACE(std::string(op_name(op)));
+    for (std::uint64_t seed = 0; seed < 50; ++seed) {
+      SampleRng rng(seed);
+      const auto sample = def.samples(rng, std::nullopt);
+      ASSERT_TRUE(sample.has_value());
+      ASSERT_EQ(sample->domains.size(), sample->inputs.size());
+      try {
+        infer_type(op, sample->attrs, sample->inputs);
+      } catch (const RuleBroken& broken) {
+        FAIL() << "sample refused by the shape rule: " << broken.rule;
+      }
+      // A sample built around a given first input must keep that input.
+      if (!sample->inputs.empty()) {
+        const auto again = def.samples(rng, sample->inputs[0]);
+        if (again) {
+          EXPECT_EQ(again->inputs.at(0), sample->inputs[0]);
+        }
+      }
+    }
+  }
+}
+
+TEST(Registry, UnknownOpNamesAreNotFound) {
+  EXPECT_FALSE(find_op("no_such_op").has_value());
+  EXPECT_THROW(op_def(static_cast<OpId>(kNumOps)), Error);
+}
+
+}  // namespace
+}  // namespace tg
