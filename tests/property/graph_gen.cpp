@@ -176,6 +176,10 @@ class Builder {
 
 }  // namespace
 
+void showValue(const Step& step, std::ostream& os) {
+  os << "{op " << step.op_pick << ", seed " << step.seed << "}";
+}
+
 std::vector<OpId> sampled_ops() {
   std::vector<OpId> ops;
   for (OpId op : all_ops())
@@ -225,9 +229,14 @@ rc::Gen<std::vector<Step>> gen_recipe(std::size_t op_count, int max_steps) {
   const auto step = rc::gen::construct<Step>(rc::gen::inRange<std::uint32_t>(0, static_cast<std::uint32_t>(op_count)),
                                             rc::gen::arbitrary<std::uint64_t>());
   // Removing steps is how RapidCheck shrinks a container: every shorter recipe still builds.
-  // Lengths grow with RapidCheck's size parameter (0..100) up to max_steps.
-  return rc::gen::suchThat(rc::gen::scale(max_steps / 100.0, rc::gen::container<std::vector<Step>>(step)),
-                           [](const std::vector<Step>& steps) { return !steps.empty(); });
+  // Lengths grow with RapidCheck's size parameter (0..100) and reach max_steps by a third of the
+  // way, so most cases are full-sized graphs; longer draws are cut to max_steps.
+  const auto steps = rc::gen::scale(3.0 * max_steps / 100.0, rc::gen::container<std::vector<Step>>(step));
+  return rc::gen::map(rc::gen::suchThat(steps, [](const std::vector<Step>& s) { return !s.empty(); }),
+                      [max_steps](std::vector<Step> s) {
+                        if (s.size() > static_cast<std::size_t>(max_steps)) s.resize(static_cast<std::size_t>(max_steps));
+                        return s;
+                      });
 }
 
 }  // namespace tg::testing

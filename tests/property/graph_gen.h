@@ -6,6 +6,7 @@
 #include <rapidcheck.h>
 
 #include <cstdint>
+#include <ostream>
 #include <set>
 #include <span>
 #include <string>
@@ -19,6 +20,8 @@ struct Step {
   std::uint32_t op_pick = 0;
   std::uint64_t seed = 0;
 };
+// How RapidCheck prints a step in a counterexample (found by argument-dependent lookup).
+void showValue(const Step& step, std::ostream& os);
 
 struct GraphCase {
   Graph graph;

@@ -6,6 +6,7 @@
 #include <rapidcheck.h>
 
 #include <cstdlib>
+#include <iostream>
 #include <sstream>
 #include <string>
 
@@ -33,7 +34,11 @@ void check_property(Testable&& testable, int cases) {
   params.maxSuccess = scaled_cases(cases);
   const auto result =
       rc::detail::checkProperty(rc::detail::toProperty(std::forward<Testable>(testable)), metadata, params);
-  if (!result.template is<rc::detail::SuccessResult>()) {
+  if (result.template is<rc::detail::SuccessResult>()) {
+    const auto& success = result.template get<rc::detail::SuccessResult>();
+    std::cout << "passed " << success.numSuccess << " cases\n";
+    if (!success.distribution.empty()) rc::detail::printResultMessage(result, std::cout);
+  } else {
     std::ostringstream message;
     rc::detail::printResultMessage(result, message);
     FAIL() << message.str();

@@ -21,8 +21,9 @@ void fail_with(const std::optional<std::string>& problem, const GraphCase& c) {
   if (problem) RC_FAIL(*problem + "\nshrunk graph:" + describe(c));
 }
 
-TG_PROPERTY(RandomGraph, VerifierAcceptsEveryGeneratedGraph, 150, ()) {
+TG_PROPERTY(RandomGraph, VerifierAcceptsEveryGeneratedGraph, 4800, ()) {
   const GraphCase c = generate();
+  RC_TAG(c.graph.nodes().size());  // the printed distribution shows how big the graphs were
   try {
     verify(c.graph);
   } catch (const Error& e) {
@@ -30,32 +31,32 @@ TG_PROPERTY(RandomGraph, VerifierAcceptsEveryGeneratedGraph, 150, ()) {
   }
 }
 
-TG_PROPERTY(RandomGraph, ShapeRuleMatchesKernelOutput, 150, ()) {
+TG_PROPERTY(RandomGraph, ShapeRuleMatchesKernelOutput, 4800, ()) {
   const GraphCase c = generate();
   fail_with(check_coverage(c), c);
 }
 
-TG_PROPERTY(RandomGraph, PrintParseRoundTrip, 150, ()) {
+TG_PROPERTY(RandomGraph, PrintParseRoundTrip, 4800, ()) {
   const GraphCase c = generate();
   fail_with(check_round_trip(c), c);
 }
 
-TG_PROPERTY(RandomGraph, FloatInterpreterMatchesDoubleOracle, 150, ()) {
+TG_PROPERTY(RandomGraph, FloatInterpreterMatchesDoubleOracle, 4800, ()) {
   const GraphCase c = generate();
   fail_with(check_f32_matches_f64(c), c);
 }
 
-TG_PROPERTY(RandomGraph, SameBitsWithOneThreadAndAllThreads, 60, ()) {
+TG_PROPERTY(RandomGraph, SameBitsWithOneThreadAndAllThreads, 1920, ()) {
   const GraphCase c = generate();
   fail_with(check_same_bits_any_thread_count(c), c);
 }
 
-TG_PROPERTY(RandomGraph, AutodiffMatchesFiniteDifferences, 150, (std::uint64_t seed)) {
+TG_PROPERTY(RandomGraph, AutodiffMatchesFiniteDifferences, 4800, (std::uint64_t seed)) {
   const GraphCase c = generate();
   fail_with(check_directional_gradient(c, seed), c);
 }
 
-TG_PROPERTY(RandomGraph, AutodiffGraphVerifiesAndRoundTrips, 60, ()) {
+TG_PROPERTY(RandomGraph, AutodiffGraphVerifiesAndRoundTrips, 1920, ()) {
   const GraphCase c = generate();
   GraphBuilder b("with_loss");
   b.mutable_graph() = c.graph;

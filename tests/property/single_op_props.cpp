@@ -57,7 +57,7 @@ TEST_P(SingleOp, PassesEveryPropertyOnItsSamples) {
   const OpId op = GetParam();
   const OpDef& def = op_def(op);
   ASSERT_NE(def.samples, nullptr) << def.name << " has no sample generator";
-  const int cases = scaled_cases(25);
+  const int cases = scaled_cases(100);
   int jacobians_checked = 0;
   for (int i = 0; i < cases; ++i) {
     SampleRng rng(0x5eed0000ULL + static_cast<std::uint64_t>(i) * 7919 + static_cast<std::uint64_t>(op));
