@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "tensorgrad/ir/error.h"
+#include "text_syntax.h"
 
 namespace tg {
 
@@ -18,6 +19,7 @@ std::string_view attr_kind_name(AttrKind kind) {
     case AttrKind::boolean: return "boolean";
     case AttrKind::ints: return "integer list";
     case AttrKind::dtype: return "dtype";
+    case AttrKind::string: return "string";
   }
   return "?";
 }
@@ -43,6 +45,7 @@ std::string attr_value_to_string(const AttrValue& value) {
       return s + "]";
     }
     std::string operator()(DType v) const { return std::string(dtype_name(v)); }
+    std::string operator()(const std::string& v) const { return text::quote(v); }
   };
   return std::visit(Printer{}, value);
 }
@@ -89,6 +92,9 @@ const std::vector<std::int64_t>& Attrs::ints(std::string_view name) const {
   return get_attr<std::vector<std::int64_t>>(*this, name, AttrKind::ints);
 }
 DType Attrs::dtype(std::string_view name) const { return get_attr<DType>(*this, name, AttrKind::dtype); }
+const std::string& Attrs::string(std::string_view name) const {
+  return get_attr<std::string>(*this, name, AttrKind::string);
+}
 
 std::string Attrs::to_string() const {
   if (items_.empty()) return "";

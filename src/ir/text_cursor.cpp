@@ -215,6 +215,10 @@ Literal TextCursor::literal() {
     lit.value = std::move(ints);
     return lit;
   }
+  if (c == '"') {
+    lit.value = quoted_string();
+    return lit;
+  }
   if (is_ident_start(c)) {
     const std::string_view word = ident();
     if (word == "true" || word == "false") {

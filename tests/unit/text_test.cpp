@@ -339,3 +339,15 @@ TEST(TextDot, EscapesQuotes) {
 }
 
 }  // namespace
+
+namespace {
+
+// String attributes (e.g. a loss's reduction) print quoted and read back exactly.
+TEST(TextFormat, StringAttributesRoundTrip) {
+  tg::Attrs attrs{{"reduction", std::string("me\"an\\")}};
+  EXPECT_EQ(attrs.to_string(), "{reduction=\"me\\\"an\\\\\"}");
+  EXPECT_EQ(attrs.string("reduction"), "me\"an\\");
+  EXPECT_THROW(attrs.integer("reduction"), tg::Error);
+}
+
+}  // namespace

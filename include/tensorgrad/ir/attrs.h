@@ -13,8 +13,9 @@
 
 namespace tg {
 
-enum class AttrKind : std::uint8_t { integer, real, boolean, ints, dtype };
-using AttrValue = std::variant<std::int64_t, double, bool, std::vector<std::int64_t>, DType>;
+enum class AttrKind : std::uint8_t { integer, real, boolean, ints, dtype, string };
+// The variant's alternatives are in AttrKind's order.
+using AttrValue = std::variant<std::int64_t, double, bool, std::vector<std::int64_t>, DType, std::string>;
 
 AttrKind attr_kind(const AttrValue& value);
 std::string_view attr_kind_name(AttrKind kind);
@@ -42,6 +43,7 @@ class Attrs {
   bool boolean(std::string_view name) const;
   const std::vector<std::int64_t>& ints(std::string_view name) const;
   DType dtype(std::string_view name) const;
+  const std::string& string(std::string_view name) const;
 
   const std::vector<Item>& items() const { return items_; }
   bool empty() const { return items_.empty(); }
