@@ -62,6 +62,16 @@ Tensor GraphBuilder::emit(OpId op, std::span<const Tensor> inputs, Attrs attrs, 
   return Tensor(this, graph_.add_node(op, std::move(ids), std::move(attrs), std::move(out), where));
 }
 
+Tensor GraphBuilder::step_seed() {
+  if (auto existing = graph_.find_input(kStepSeedInput)) {
+    if (graph_.type(*existing) != TensorType{DType::i32, {}}) {
+      throw Error(std::string("input '") + kStepSeedInput + "' is reserved for the step seed and must be i32[]");
+    }
+    return Tensor(this, *existing);
+  }
+  return input(kStepSeedInput, TensorType{DType::i32, {}});
+}
+
 TracingScope::TracingScope(GraphBuilder& builder) : previous_(current_tracing_builder) {
   current_tracing_builder = &builder;
 }

@@ -11,6 +11,8 @@ namespace tg {
 
 class GraphBuilder;
 
+inline constexpr const char* kStepSeedInput = "step_seed";
+
 // A value in the graph being traced. Cheap to copy; valid while its builder lives.
 class Tensor {
  public:
@@ -48,6 +50,12 @@ class GraphBuilder {
   Tensor emit(OpId op, std::span<const Tensor> inputs, Attrs attrs, const SourceLoc& loc);
   Tensor wrap(ValueId id) { return Tensor(this, id); }
 
+  // The step seed of stochastic ops: a 0-d i32 data input named kStepSeedInput, created on first use.
+  // A runtime feeds a new value each step; within one run every randn/dropout draw is keyed by it.
+  Tensor step_seed();
+  // A fresh salt for each stochastic call traced, so two dropout calls draw different masks.
+  std::int64_t next_salt() { return next_salt_++; }
+
   const Graph& graph() const { return graph_; }
   Graph& mutable_graph() { return graph_; }
   Graph take() { return std::move(graph_); }
@@ -59,6 +67,7 @@ class GraphBuilder {
  private:
   Graph graph_;
   std::optional<SourceLoc> location_override_;
+  std::int64_t next_salt_ = 0;
 };
 
 // Makes a builder this thread's current tracing context for as long as the scope lives; ops with no

@@ -14,6 +14,11 @@ KernelTable<T> build_table() {
   register_matmul_kernels(table);
   register_layout_kernels(table);
   register_creation_kernels(table);
+  register_structure_kernels(table);
+  register_indexing_kernels(table);
+  register_losses_kernels(table);
+  register_image_kernels(table);
+  register_random_kernels(table);
   return table;
 }
 }  // namespace

@@ -81,9 +81,12 @@ constexpr double kGeluCubic = 0.044715;
 
 Grads gelu_grad(const GradArgs& args) {
   const Tensor& x = args.inputs[0];
+  GraphBuilder& builder = x.builder();
+  const Tensor cubic = frontend::exact_constant(builder, kGeluCubic);
+  const Tensor scale = frontend::exact_constant(builder, kGeluScale);
   const Tensor x2 = square(x);
-  const Tensor t = tanh((x + x2 * x * kGeluCubic) * kGeluScale);
-  const Tensor du_dx = (x2 * (3.0 * kGeluCubic) + 1.0) * kGeluScale;
+  const Tensor t = tanh((x + x2 * x * cubic) * scale);
+  const Tensor du_dx = (x2 * (cubic * 3.0) + 1.0) * scale;
   const Tensor slope = (t + 1.0) * 0.5 + x * 0.5 * (1.0 - square(t)) * du_dx;
   return {args.cotangent * slope};
 }

@@ -99,6 +99,11 @@ Tensor as_tensor(const Operand& operand, GraphBuilder& builder, const SourceLoc&
   return builder.emit(OpId::Full, {}, std::move(attrs), loc);
 }
 
+Tensor exact_constant(GraphBuilder& builder, double value, const CallSite& loc) {
+  Attrs attrs{{"dtype", DType::f32}, {"shape", std::vector<std::int64_t>{}}, {"value", value}};
+  return builder.emit(OpId::Full, {}, std::move(attrs), site(loc));
+}
+
 Tensor emit(OpId op, std::initializer_list<Tensor> inputs, Attrs attrs, const SourceLoc& loc) {
   GraphBuilder& builder = inputs.size() ? inputs.begin()->builder() : current_builder();
   return builder.emit(op, std::span<const Tensor>(inputs.begin(), inputs.size()), std::move(attrs), loc);

@@ -36,6 +36,10 @@ SourceLoc site(const CallSite& loc);
 GraphBuilder& builder_for(std::initializer_list<const Operand*> operands);
 // A 0-d f32 `full` node for scalar operands.
 Tensor as_tensor(const Operand& operand, GraphBuilder& builder, const SourceLoc& loc);
+// A 0-d f32 constant kept at full double precision (as_tensor rounds scalars to f32). Gradient rules
+// use it for irrational constants such as gelu's sqrt(2/pi), so the f64 oracle differentiates exactly
+// the function its kernel computes; f32 runs round it when they fill the buffer.
+Tensor exact_constant(GraphBuilder& builder, double value, const CallSite& loc = CallSite::current());
 Tensor emit(OpId op, std::initializer_list<Tensor> inputs, Attrs attrs, const CallSite& loc);
 Tensor emit(OpId op, std::initializer_list<Tensor> inputs, Attrs attrs, const SourceLoc& loc);
 Tensor emit_binary(OpId op, const Operand& a, const Operand& b, const CallSite& loc);
