@@ -1,0 +1,233 @@
+// Image kernels (NCHW): conv2d and its two adjoints, max_pool2d and its gradient. Every output
+// element is owned by one task and sums its terms in one fixed order (conv2d: c, kh, kw;
+// conv2d_input_grad: o, kh, kw; conv2d_weight_grad: n, oh, ow; max_pool2d_grad: window order), so
+// the bits never depend on the thread count. Zero padding is applied by skipping taps outside the image.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "../parallel.h"
+#include "families.h"
+
+namespace tg::interp {
+
+namespace {
+
+constexpr std::int64_t kTaskWork = 1 << 14;  // multiply-adds (or compares) below which one task does it all
+
+std::int64_t grain_for(std::int64_t work_per_item) {
+  return std::max<std::int64_t>(1, kTaskWork / std::max<std::int64_t>(work_per_item, 1));
+}
+
+// A 4-D shape's extents, by name.
+struct Dims4 {
+  std::int64_t n, c, h, w;
+  explicit Dims4(const Shape& s) : n(s[0]), c(s[1]), h(s[2]), w(s[3]) {}
+};
+
+struct ConvGeometry {
+  std::int64_t stride, padding;
+  explicit ConvGeometry(const Attrs& attrs) : stride(attrs.integer("stride")), padding(attrs.integer("padding")) {}
+};
+
+// y[n,o,i,j] = sum_{c,a,b} x[n,c,i*s+a-p, j*s+b-p] * w[o,c,a,b]. One task per output row (n, o, i).
+template <class T>
+void conv2d_kernel(const KernelCall<T>& call) {
+  const Dims4 x(call.in_type(0).shape);
+  const Dims4 w(call.in_type(1).shape);
+  const Dims4 y(call.output_type.shape);
+  const ConvGeometry geo(call.attrs());
+  const T* in = call.real(0).data();
+  const T* weight = call.real(1).data();
+  T* out = call.output.real.data();
+  const std::int64_t rows = y.n * y.c * y.h;
+  parallel_chunks(rows, grain_for(y.w * x.c * w.h * w.w), [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t i = r % y.h;
+      const std::int64_t o = (r / y.h) % y.c;
+      const std::int64_t n = r / (y.h * y.c);
+      T* acc = out + r * y.w;
+      std::fill(acc, acc + y.w, T(0));
+      for (std::int64_t c = 0; c < x.c; ++c) {
+        for (std::int64_t a = 0; a < w.h; ++a) {
+          const std::int64_t ih = i * geo.stride + a - geo.padding;
+          if (ih < 0 || ih >= x.h) continue;
+          const T* x_row = in + ((n * x.c + c) * x.h + ih) * x.w;
+          for (std::int64_t b = 0; b < w.w; ++b) {
+            const T tap = weight[((o * w.c + c) * w.h + a) * w.w + b];
+            for (std::int64_t j = 0; j < y.w; ++j) {
+              const std::int64_t iw = j * geo.stride + b - geo.padding;
+              if (iw >= 0 && iw < x.w) acc[j] += x_row[iw] * tap;
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// The transposed convolution, gathered per input element so no two tasks write one place:
+// dx[n,c,h,w] = sum_{o,a,b} g[n,o,(h+p-a)/s,(w+p-b)/s] * w[o,c,a,b] over taps landing on whole,
+// in-range output positions. One task per row (n, c, h).
+template <class T>
+void conv2d_input_grad_kernel(const KernelCall<T>& call) {
+  const Dims4 g(call.in_type(0).shape);
+  const Dims4 w(call.in_type(1).shape);
+  const Dims4 dx(call.output_type.shape);
+  const ConvGeometry geo(call.attrs());
+  const T* grad = call.real(0).data();
+  const T* weight = call.real(1).data();
+  T* out = call.output.real.data();
+  const std::int64_t rows = dx.n * dx.c * dx.h;
+  parallel_chunks(rows, grain_for(dx.w * g.c * w.h * w.w), [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t h = r % dx.h;
+      const std::int64_t c = (r / dx.h) % dx.c;
+      const std::int64_t n = r / (dx.h * dx.c);
+      T* acc = out + r * dx.w;
+      std::fill(acc, acc + dx.w, T(0));
+      for (std::int64_t o = 0; o < g.c; ++o) {
+        for (std::int64_t a = 0; a < w.h; ++a) {
+          const std::int64_t t = h + geo.padding - a;
+          if (t < 0 || t % geo.stride != 0 || t / geo.stride >= g.h) continue;
+          const T* g_row = grad + ((n * g.c + o) * g.h + t / geo.stride) * g.w;
+          for (std::int64_t b = 0; b < w.w; ++b) {
+            const T tap = weight[((o * w.c + c) * w.h + a) * w.w + b];
+            for (std::int64_t col = 0; col < dx.w; ++col) {
+              const std::int64_t u = col + geo.padding - b;
+              if (u >= 0 && u % geo.stride == 0 && u / geo.stride < g.w) acc[col] += g_row[u / geo.stride] * tap;
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// dw[o,c,a,b] = sum_{n,i,j} g[n,o,i,j] * x[n,c,i*s+a-p, j*s+b-p]. One task per (o, c) kernel slice;
+// each tap sums over (n, i, j) in order.
+template <class T>
+void conv2d_weight_grad_kernel(const KernelCall<T>& call) {
+  const Dims4 x(call.in_type(0).shape);
+  const Dims4 g(call.in_type(1).shape);
+  const Dims4 dw(call.output_type.shape);
+  const ConvGeometry geo(call.attrs());
+  const T* in = call.real(0).data();
+  const T* grad = call.real(1).data();
+  T* out = call.output.real.data();
+  const std::int64_t slices = dw.n * dw.c;  // dw is [O, C, kh, kw]
+  parallel_chunks(slices, grain_for(dw.h * dw.w * g.n * g.h * g.w), [&](std::int64_t s0, std::int64_t s1) {
+    for (std::int64_t s = s0; s < s1; ++s) {
+      const std::int64_t o = s / dw.c;
+      const std::int64_t c = s % dw.c;
+      for (std::int64_t a = 0; a < dw.h; ++a) {
+        for (std::int64_t b = 0; b < dw.w; ++b) {
+          T acc(0);
+          for (std::int64_t n = 0; n < g.n; ++n) {
+            const T* x_plane = in + (n * x.c + c) * x.h * x.w;
+            const T* g_plane = grad + (n * g.c + o) * g.h * g.w;
+            for (std::int64_t i = 0; i < g.h; ++i) {
+              const std::int64_t ih = i * geo.stride + a - geo.padding;
+              if (ih < 0 || ih >= x.h) continue;
+              for (std::int64_t j = 0; j < g.w; ++j) {
+                const std::int64_t iw = j * geo.stride + b - geo.padding;
+                if (iw >= 0 && iw < x.w) acc += g_plane[i * g.w + j] * x_plane[ih * x.w + iw];
+              }
+            }
+          }
+          out[(s * dw.h + a) * dw.w + b] = acc;
+        }
+      }
+    }
+  });
+}
+
+struct PoolGeometry {
+  std::int64_t kernel, stride, padding;
+  explicit PoolGeometry(const Attrs& attrs)
+      : kernel(attrs.integer("kernel")), stride(attrs.integer("stride")), padding(attrs.integer("padding")) {}
+};
+
+// Flat index (within its H x W plane) of the window's maximum: the first in row-major window order
+// on ties, a NaN when there is one (as PyTorch propagates it). Padded taps are never chosen; the
+// shape rule keeps a real element in every window.
+template <class T>
+std::int64_t window_argmax(const T* plane, const Dims4& x, const PoolGeometry& geo, std::int64_t i, std::int64_t j) {
+  std::int64_t best = -1;
+  for (std::int64_t a = 0; a < geo.kernel; ++a) {
+    const std::int64_t ih = i * geo.stride + a - geo.padding;
+    if (ih < 0 || ih >= x.h) continue;
+    for (std::int64_t b = 0; b < geo.kernel; ++b) {
+      const std::int64_t iw = j * geo.stride + b - geo.padding;
+      if (iw < 0 || iw >= x.w) continue;
+      const std::int64_t at = ih * x.w + iw;
+      if (best < 0) {
+        best = at;
+        continue;
+      }
+      const T v = plane[at];
+      const T m = plane[best];
+      if (v > m || (std::isnan(v) && !std::isnan(m))) best = at;
+    }
+  }
+  return best;
+}
+
+template <class T>
+void max_pool2d_kernel(const KernelCall<T>& call) {
+  const Dims4 x(call.in_type(0).shape);
+  const Dims4 y(call.output_type.shape);
+  const PoolGeometry geo(call.attrs());
+  const T* in = call.real(0).data();
+  T* out = call.output.real.data();
+  const std::int64_t rows = y.n * y.c * y.h;
+  parallel_chunks(rows, grain_for(y.w * geo.kernel * geo.kernel), [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t i = r % y.h;
+      const T* plane = in + (r / y.h) * x.h * x.w;
+      for (std::int64_t j = 0; j < y.w; ++j) out[r * y.w + j] = plane[window_argmax(plane, x, geo, i, j)];
+    }
+  });
+}
+
+// Each window's gradient goes to its argmax; overlapping windows add up in window order. One task
+// per (n, c) plane, which owns every place its windows write.
+template <class T>
+void max_pool2d_grad_kernel(const KernelCall<T>& call) {
+  const Dims4 x(call.in_type(0).shape);
+  const Dims4 g(call.in_type(1).shape);
+  const PoolGeometry geo(call.attrs());
+  const T* in = call.real(0).data();
+  const T* grad = call.real(1).data();
+  T* out = call.output.real.data();
+  const std::int64_t planes = x.n * x.c;
+  parallel_chunks(planes, grain_for(g.h * g.w * geo.kernel * geo.kernel), [&](std::int64_t p0, std::int64_t p1) {
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const T* plane = in + p * x.h * x.w;
+      const T* g_plane = grad + p * g.h * g.w;
+      T* dx = out + p * x.h * x.w;
+      std::fill(dx, dx + x.h * x.w, T(0));
+      for (std::int64_t i = 0; i < g.h; ++i) {
+        for (std::int64_t j = 0; j < g.w; ++j) dx[window_argmax(plane, x, geo, i, j)] += g_plane[i * g.w + j];
+      }
+    }
+  });
+}
+
+constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
+
+}  // namespace
+
+template <class T>
+void register_image_kernels(KernelTable<T>& table) {
+  table[slot(OpId::Conv2d)] = conv2d_kernel<T>;
+  table[slot(OpId::Conv2dInputGrad)] = conv2d_input_grad_kernel<T>;
+  table[slot(OpId::Conv2dWeightGrad)] = conv2d_weight_grad_kernel<T>;
+  table[slot(OpId::MaxPool2d)] = max_pool2d_kernel<T>;
+  table[slot(OpId::MaxPool2dGrad)] = max_pool2d_grad_kernel<T>;
+}
+
+template void register_image_kernels<float>(KernelTable<float>&);
+template void register_image_kernels<double>(KernelTable<double>&);
+
+}  // namespace tg::interp
