@@ -11,7 +11,6 @@ namespace tg::testing {
 
 namespace {
 
-constexpr double kF32Epsilon = std::numeric_limits<float>::epsilon();
 constexpr double kF64Epsilon = std::numeric_limits<double>::epsilon();
 
 InterpResult run(const Graph& g, const TensorMap& inputs, ComputeType compute, bool keep = false) {
@@ -70,26 +69,6 @@ double loss_at(const Graph& g, const TensorMap& inputs) {
 }
 
 }  // namespace
-
-double graph_tolerance(const Graph& g) {
-  double ulps = 0;
-  std::vector<TensorType> types;
-  for (const Node& node : g.nodes()) {
-    const OpDef& def = op_def(node.op);
-    types.clear();
-    for (ValueId v : node.inputs) types.push_back(g.type(v));
-    std::int64_t n = 1;
-    if (def.reduction_length) {
-      n = def.reduction_length(node.attrs, types);
-    } else if (!types.empty() && g.type(node.output).size() > 0) {
-      n = std::max<std::int64_t>(1, types[0].size() / g.type(node.output).size());
-    }
-    ulps += tolerance_ulps(def.tolerance, n);
-  }
-  // Errors entering an op come out scaled by its derivative; the samples' domains keep those
-  // derivatives small (denominators >= 0.5, bounded inputs to exp), and a factor of 4 covers them.
-  return 4.0 * kF32Epsilon * std::max(ulps, 1.0);
-}
 
 std::optional<std::string> check_f32_matches_f64(const GraphCase& c) {
   const auto oracle = run(c.graph, c.inputs, ComputeType::f64, true);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "graph_gen.h"
+#include "support/tolerance.h"  // graph_tolerance
 
 namespace tg::testing {
 
@@ -18,8 +19,5 @@ std::optional<std::string> check_directional_gradient(const GraphCase& c, std::u
 // The full Jacobian of a small single-op graph, column by column (finite differences) and row by
 // row (autodiff with one-hot cotangents).
 std::optional<std::string> check_full_jacobian(const GraphCase& c);
-
-// The error bound allowed for an f32 run of the whole graph, relative to `scale`.
-double graph_tolerance(const Graph& g);
 
 }  // namespace tg::testing

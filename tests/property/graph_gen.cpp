@@ -226,8 +226,11 @@ std::string describe(const GraphCase& c) {
 }
 
 rc::Gen<std::vector<Step>> gen_recipe(std::size_t op_count, int max_steps) {
-  const auto step = rc::gen::construct<Step>(rc::gen::inRange<std::uint32_t>(0, static_cast<std::uint32_t>(op_count)),
-                                            rc::gen::arbitrary<std::uint64_t>());
+  // RapidCheck scales inRange and arbitrary by its size parameter; a step is drawn at full size so
+  // every op of the registry is picked from the first case on, whatever the recipe's length.
+  const auto step = rc::gen::resize(
+      100, rc::gen::construct<Step>(rc::gen::inRange<std::uint32_t>(0, static_cast<std::uint32_t>(op_count)),
+                                    rc::gen::arbitrary<std::uint64_t>()));
   // Removing steps is how RapidCheck shrinks a container: every shorter recipe still builds.
   // Lengths grow with RapidCheck's size parameter (0..100) and reach max_steps by a third of the
   // way, so most cases are full-sized graphs; longer draws are cut to max_steps.

@@ -1,24 +1,45 @@
 // Properties of random graphs built from the whole registry (dims 1-8, up to 12 steps). A failure
 // prints the shrunk graph in the text format with its input values.
+#include <set>
+
 #include "checks.h"
 #include "graph_gen.h"
 #include "property_support.h"
+#include "regression_writer.h"
 
 namespace tg::testing {
 namespace {
 
 constexpr int kMaxSteps = 12;
 
-GraphCase generate() {
-  static const std::vector<OpId> ops = sampled_ops();
+GraphCase generate(std::span<const OpId> ops) {
   const auto steps = *gen_recipe(ops.size(), kMaxSteps);
   GraphCase c = build_graph(steps, ops);
   RC_PRE(!c.graph.nodes().empty());
   return c;
 }
 
+GraphCase generate() {
+  static const std::vector<OpId> ops = sampled_ops();
+  return generate(ops);
+}
+
+// stop_gradient is the one op whose output moves with its input while autodiff, by design, sends
+// no gradient through it: finite differences would see what autodiff is told to ignore.
+GraphCase generate_for_finite_differences() {
+  static const std::vector<OpId> ops = [] {
+    auto all = sampled_ops();
+    std::erase(all, OpId::StopGradient);
+    return all;
+  }();
+  return generate(ops);
+}
+
 void fail_with(const std::optional<std::string>& problem, const GraphCase& c) {
-  if (problem) RC_FAIL(*problem + "\nshrunk graph:" + describe(c));
+  if (problem) {
+    maybe_write_regression(c);  // when TG_WRITE_REGRESSIONS is set
+    RC_FAIL(*problem + "\nshrunk graph:" + describe(c));
+  }
 }
 
 TG_PROPERTY(RandomGraph, VerifierAcceptsEveryGeneratedGraph, 4800, ()) {
@@ -52,7 +73,7 @@ TG_PROPERTY(RandomGraph, SameBitsWithOneThreadAndAllThreads, 1920, ()) {
 }
 
 TG_PROPERTY(RandomGraph, AutodiffMatchesFiniteDifferences, 4800, (std::uint64_t seed)) {
-  const GraphCase c = generate();
+  const GraphCase c = generate_for_finite_differences();
   fail_with(check_directional_gradient(c, seed), c);
 }
 
@@ -86,6 +107,19 @@ TG_PROPERTY(RandomGraph, AutodiffGraphVerifiesAndRoundTrips, 1920, ()) {
     RC_FAIL(std::string(e.what()) + describe(grads));
   }
   fail_with(check_round_trip(grads), grads);
+}
+
+// Guards the generator itself: a recipe distribution that never reaches part of the registry would
+// let every property above pass without testing those ops.
+TEST(RandomGraph, GeneratorReachesEveryOp) {
+  std::set<OpId> seen;
+  check_property(
+      [&seen] {
+        const GraphCase c = generate();
+        for (const Node& node : c.graph.nodes()) seen.insert(node.op);
+      },
+      600);
+  for (OpId op : sampled_ops()) EXPECT_TRUE(seen.contains(op)) << op_name(op) << " never appeared in a random graph";
 }
 
 }  // namespace
