@@ -17,6 +17,7 @@ packages=(
   libvulkan-dev glslang-dev glslang-tools  # Vulkan executor, shader compiler
   mesa-vulkan-drivers vulkan-validationlayers  # lavapipe (Vulkan on the CPU) and validation
   libboost-dev python3
+  clang-format                        # the style check .ci/run makes (make format-check)
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

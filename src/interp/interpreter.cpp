@@ -99,7 +99,8 @@ InterpResult run(const Graph& graph, const TensorMap& inputs, const InterpOption
   const auto& nodes = graph.nodes();
   for (std::size_t n = 0; n < nodes.size(); ++n)
     for (ValueId v : nodes[n].inputs) last_use[static_cast<std::size_t>(v)] = static_cast<NodeId>(n);
-  for (const auto& out : graph.outputs()) last_use[static_cast<std::size_t>(out.value)] = static_cast<NodeId>(nodes.size());
+  for (const auto& out : graph.outputs())
+    last_use[static_cast<std::size_t>(out.value)] = static_cast<NodeId>(nodes.size());
 
   const auto& table = interp::kernel_table<T>();
   std::vector<const interp::Buffer<T>*> in_buffers;

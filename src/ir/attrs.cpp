@@ -2,8 +2,8 @@
 #include "tensorgrad/ir/attrs.h"
 
 #include <algorithm>
-#include <cmath>
 #include <charconv>
+#include <cmath>
 
 #include "tensorgrad/ir/error.h"
 #include "text_syntax.h"
@@ -14,12 +14,18 @@ AttrKind attr_kind(const AttrValue& value) { return static_cast<AttrKind>(value.
 
 std::string_view attr_kind_name(AttrKind kind) {
   switch (kind) {
-    case AttrKind::integer: return "integer";
-    case AttrKind::real: return "real";
-    case AttrKind::boolean: return "boolean";
-    case AttrKind::ints: return "integer list";
-    case AttrKind::dtype: return "dtype";
-    case AttrKind::string: return "string";
+    case AttrKind::integer:
+      return "integer";
+    case AttrKind::real:
+      return "real";
+    case AttrKind::boolean:
+      return "boolean";
+    case AttrKind::ints:
+      return "integer list";
+    case AttrKind::dtype:
+      return "dtype";
+    case AttrKind::string:
+      return "string";
   }
   return "?";
 }

@@ -7,9 +7,12 @@ namespace tg {
 
 std::string_view input_kind_name(InputKind kind) {
   switch (kind) {
-    case InputKind::data: return "data";
-    case InputKind::param: return "param";
-    case InputKind::state: return "state";
+    case InputKind::data:
+      return "data";
+    case InputKind::param:
+      return "param";
+    case InputKind::state:
+      return "state";
   }
   return "?";
 }

@@ -10,9 +10,12 @@ namespace tg {
 
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::f32: return "f32";
-    case DType::i32: return "i32";
-    case DType::boolean: return "bool";
+    case DType::f32:
+      return "f32";
+    case DType::i32:
+      return "i32";
+    case DType::boolean:
+      return "bool";
   }
   return "?";
 }
@@ -57,8 +60,8 @@ std::string SourceLoc::to_string() const {
 }
 
 namespace {
-std::string shape_error_message(const std::string& op, const std::vector<TensorType>& inputs,
-                                const std::string& rule, const SourceLoc& loc) {
+std::string shape_error_message(const std::string& op, const std::vector<TensorType>& inputs, const std::string& rule,
+                                const SourceLoc& loc) {
   std::ostringstream out;
   out << op << "(";
   for (std::size_t i = 0; i < inputs.size(); ++i) out << (i ? ", " : "") << inputs[i].to_string();

@@ -53,7 +53,8 @@ Graph differentiate(const Graph& forward, const GradOptions& options) {
   if (!loss) throw Error("differentiate: graph '" + forward.name() + "' has no output named '" + options.loss + "'");
   const TensorType& loss_type = forward.type(*loss);
   if (loss_type.dtype != DType::f32 || loss_type.rank() != 0) {
-    throw Error("differentiate: the loss '" + options.loss + "' must be a 0-d f32 scalar, got " + loss_type.to_string());
+    throw Error("differentiate: the loss '" + options.loss + "' must be a 0-d f32 scalar, got " +
+                loss_type.to_string());
   }
   const std::vector<ValueId> wrt = resolve_wrt(forward, options);
   const std::vector<bool> reached = depends_on(forward, wrt);

@@ -164,7 +164,8 @@ std::optional<std::string> check_directional_gradient(const GraphCase& c, std::u
   const double loss_scale = std::max(1.0, max_abs(all.values));
   const double numeric = (loss_at(with_loss, plus) - loss_at(with_loss, minus)) / (2 * h);
   // Truncation error is O(h^2); rounding error is about eps * |values| / h per evaluation.
-  const double tol = 1e-6 * (1 + magnitude) + 64 * kF64Epsilon * loss_scale * static_cast<double>(c.graph.nodes().size() + 1) / h;
+  const double tol =
+      1e-6 * (1 + magnitude) + 64 * kF64Epsilon * loss_scale * static_cast<double>(c.graph.nodes().size() + 1) / h;
   if (std::fabs(analytic - numeric) > tol) {
     return "autodiff directional derivative " + fmt(analytic) + " vs central difference " + fmt(numeric) +
            " (allowed error " + fmt(tol) + ")\ngradient graph:\n" + print_graph(grad_graph, {.locations = false});

@@ -161,7 +161,8 @@ class Builder {
       for (ValueId v : node.inputs) consumed[static_cast<std::size_t>(v)] = true;
     int k = 0;
     for (const Node& node : g.nodes()) {
-      if (!consumed[static_cast<std::size_t>(node.output)]) builder_.output("out" + std::to_string(k++), builder_.wrap(node.output));
+      if (!consumed[static_cast<std::size_t>(node.output)])
+        builder_.output("out" + std::to_string(k++), builder_.wrap(node.output));
     }
     case_.graph = builder_.take();
     return std::move(case_);
@@ -176,9 +177,7 @@ class Builder {
 
 }  // namespace
 
-void showValue(const Step& step, std::ostream& os) {
-  os << "{op " << step.op_pick << ", seed " << step.seed << "}";
-}
+void showValue(const Step& step, std::ostream& os) { os << "{op " << step.op_pick << ", seed " << step.seed << "}"; }
 
 std::vector<OpId> sampled_ops() {
   std::vector<OpId> ops;
@@ -203,7 +202,8 @@ GraphCase build_single_op(OpId op, const OpSample& sample, SampleRng& rng) {
     const std::string name = "x" + std::to_string(i);
     operands.push_back(builder.input(name, sample.inputs[i]));
     c.inputs.emplace(name, HostTensor::of(sample.inputs[i], values[i]));
-    if (sample.domains[i].kind == ValueDomain::Kind::small_ints && is_float(sample.inputs[i].dtype)) c.frozen.insert(name);
+    if (sample.domains[i].kind == ValueDomain::Kind::small_ints && is_float(sample.inputs[i].dtype))
+      c.frozen.insert(name);
   }
   builder.output("y", builder.emit(op, operands, sample.attrs, SourceLoc{"single_op", 1, 0}));
   c.graph = builder.take();
@@ -237,7 +237,8 @@ rc::Gen<std::vector<Step>> gen_recipe(std::size_t op_count, int max_steps) {
   const auto steps = rc::gen::scale(3.0 * max_steps / 100.0, rc::gen::container<std::vector<Step>>(step));
   return rc::gen::map(rc::gen::suchThat(steps, [](const std::vector<Step>& s) { return !s.empty(); }),
                       [max_steps](std::vector<Step> s) {
-                        if (s.size() > static_cast<std::size_t>(max_steps)) s.resize(static_cast<std::size_t>(max_steps));
+                        if (s.size() > static_cast<std::size_t>(max_steps))
+                          s.resize(static_cast<std::size_t>(max_steps));
                         return s;
                       });
 }

@@ -48,7 +48,7 @@ void check_property(Testable&& testable, int cases) {
 }  // namespace tg::testing
 
 // Like RC_GTEST_PROP, with the number of successful cases to run (before TG_PROPERTY_SCALE).
-#define TG_PROPERTY(Suite, Name, Cases, ArgList)                                      \
-  void tg_property_impl_##Suite##_##Name ArgList;                                     \
+#define TG_PROPERTY(Suite, Name, Cases, ArgList)                                                  \
+  void tg_property_impl_##Suite##_##Name ArgList;                                                 \
   TEST(Suite, Name) { ::tg::testing::check_property(&tg_property_impl_##Suite##_##Name, Cases); } \
   void tg_property_impl_##Suite##_##Name ArgList

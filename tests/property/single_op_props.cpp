@@ -46,8 +46,8 @@ std::optional<std::string> check_op_tolerance(const GraphCase& c) {
     if (err > tol) {
       return "y[" + std::to_string(i) + "]: f32 " + std::to_string(got.values[i]) + " vs f64 " +
              std::to_string(expected.values[i]) + ", error " + std::to_string(err) + " > allowed " +
-             std::to_string(tol) + " (" + std::string(tolerance_class_name(def.tolerance)) + ", n=" +
-             std::to_string(n) + ")";
+             std::to_string(tol) + " (" + std::string(tolerance_class_name(def.tolerance)) +
+             ", n=" + std::to_string(n) + ")";
     }
   }
   return std::nullopt;

@@ -36,7 +36,8 @@ const tg::Node& producer(const tg::Tensor& t) {
 TEST(FrontendErrors, ShapeErrorNamesOpInputsRuleAndCallSite) {
   tg::GraphBuilder b;
   auto x = b.input("x", {DType::f32, {2, 3}});
-  const int line = __LINE__; const auto error = shape_error_from([&] { (void)tg::reshape(x, {4, 2}); });
+  const int line = __LINE__ + 1;  // the next line
+  const auto error = shape_error_from([&] { (void)tg::reshape(x, {4, 2}); });
   const std::string what = error.what();
   EXPECT_TRUE(contains(what, "reshape(f32[2,3])")) << what;
   EXPECT_TRUE(contains(what, "changes the element count: 6 vs 8")) << what;
@@ -49,7 +50,8 @@ TEST(FrontendErrors, BroadcastErrorFromAnOperatorPointsAtTheExpression) {
   tg::GraphBuilder b;
   auto x = b.input("x", {DType::f32, {2, 3}});
   auto y = b.input("y", {DType::f32, {4}});
-  const int line = __LINE__; const auto error = shape_error_from([&] { (void)(x + y); });
+  const int line = __LINE__ + 1;  // the next line
+  const auto error = shape_error_from([&] { (void)(x + y); });
   const std::string what = error.what();
   EXPECT_TRUE(contains(what, "add(f32[2,3], f32[4])")) << what;
   EXPECT_TRUE(contains(what, "do not broadcast")) << what;
@@ -59,7 +61,8 @@ TEST(FrontendErrors, BroadcastErrorFromAnOperatorPointsAtTheExpression) {
 TEST(FrontendErrors, DtypeErrorNamesTheOpAndTheLine) {
   tg::GraphBuilder b;
   auto i = b.input("i", {DType::i32, {3}});
-  const int line = __LINE__; const auto error = shape_error_from([&] { (void)tg::exp(i); });
+  const int line = __LINE__ + 1;  // the next line
+  const auto error = shape_error_from([&] { (void)tg::exp(i); });
   const std::string what = error.what();
   EXPECT_TRUE(contains(what, "exp(i32[3])")) << what;
   EXPECT_TRUE(contains(what, here(line))) << what;
@@ -70,13 +73,15 @@ TEST(FrontendOperators, BuildTheRightOpsWithTheirCallSites) {
   auto a = b.input("a", {DType::f32, {2, 3}});
   auto c = b.input("c", {DType::f32, {3}});
 
-  const int add_line = __LINE__; auto sum = a + c;
+  const int add_line = __LINE__ + 1;  // the next line
+  auto sum = a + c;
   EXPECT_EQ(producer(sum).op, OpId::Add);
   EXPECT_EQ(producer(sum).loc.line, static_cast<std::uint32_t>(add_line));
   EXPECT_TRUE(contains(producer(sum).loc.file, "frontend_test.cpp"));
   EXPECT_EQ(sum.shape(), (tg::Shape{2, 3}));
 
-  const int mul_line = __LINE__; auto doubled = a * 2.f;
+  const int mul_line = __LINE__ + 1;  // the next line
+  auto doubled = a * 2.f;
   const tg::Node& mul = producer(doubled);
   EXPECT_EQ(mul.op, OpId::Mul);
   EXPECT_EQ(mul.loc.line, static_cast<std::uint32_t>(mul_line));
@@ -88,18 +93,21 @@ TEST(FrontendOperators, BuildTheRightOpsWithTheirCallSites) {
   EXPECT_EQ(b.graph().type(two.output), (tg::TensorType{DType::f32, {}}));
   EXPECT_EQ(two.loc.line, static_cast<std::uint32_t>(mul_line));
 
-  const int sub_line = __LINE__; auto rsub = 2.f - a;
+  const int sub_line = __LINE__ + 1;  // the next line
+  auto rsub = 2.f - a;
   const tg::Node& sub = producer(rsub);
   EXPECT_EQ(sub.op, OpId::Sub);
   EXPECT_EQ(sub.loc.line, static_cast<std::uint32_t>(sub_line));
   EXPECT_EQ(b.graph().node(b.graph().value(sub.inputs.at(0)).producer).op, OpId::Full);
   EXPECT_EQ(sub.inputs.at(1), a.id());
 
-  const int neg_line = __LINE__; auto negated = -a;
+  const int neg_line = __LINE__ + 1;  // the next line
+  auto negated = -a;
   EXPECT_EQ(producer(negated).op, OpId::Neg);
   EXPECT_EQ(producer(negated).loc.line, static_cast<std::uint32_t>(neg_line));
 
-  const int div_line = __LINE__; auto halved = a / 2;
+  const int div_line = __LINE__ + 1;  // the next line
+  auto halved = a / 2;
   EXPECT_EQ(producer(halved).op, OpId::Div);
   EXPECT_EQ(producer(halved).loc.line, static_cast<std::uint32_t>(div_line));
 }
@@ -155,7 +163,8 @@ TEST(FrontendScopes, TensorsOfTwoGraphsDoNotMix) {
   tg::GraphBuilder second("second");
   auto a = first.input("a", {DType::f32, {2}});
   auto c = second.input("c", {DType::f32, {2}});
-  const int line = __LINE__; const auto error = shape_error_from([&] { (void)(a + c); });
+  const int line = __LINE__ + 1;  // the next line
+  const auto error = shape_error_from([&] { (void)(a + c); });
   EXPECT_TRUE(contains(error.what(), "another graph")) << error.what();
   EXPECT_TRUE(contains(error.what(), here(line))) << error.what();
   EXPECT_THROW(second.output("a", a), tg::Error);

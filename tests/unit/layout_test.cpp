@@ -24,7 +24,9 @@ std::vector<double> sample_values(DType dtype, std::int64_t n) {
   std::vector<double> v(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {
     const auto d = static_cast<double>(i);
-    v[static_cast<std::size_t>(i)] = dtype == DType::f32 ? d * 0.5 - 3.0 : dtype == DType::i32 ? d * 7 - 20 : (i % 3 == 0);
+    v[static_cast<std::size_t>(i)] = dtype == DType::f32   ? d * 0.5 - 3.0
+                                     : dtype == DType::i32 ? d * 7 - 20
+                                                           : (i % 3 == 0);
   }
   return v;
 }
@@ -72,8 +74,12 @@ void for_each_dtype_and_compute(const std::function<void(DType, tg::ComputeType)
 TEST(Reshape, KeepsRowMajorOrderForEveryDtype) {
   for_each_dtype_and_compute([](DType dtype, tg::ComputeType compute) {
     const auto values = sample_values(dtype, 24);
-    const auto y = run_unary({dtype, {2, 3, 4}}, values, [](const tg::Tensor& x) { return tg::reshape(x, {4, 6}); },
-                             compute);
+    const auto y = run_unary(
+        {dtype, {2, 3, 4}}, values,
+        [](const tg::Tensor& x) {
+          return tg::reshape(x, {4, 6});
+        },
+        compute);
     EXPECT_EQ(y.type, (tg::TensorType{dtype, {4, 6}}));
     EXPECT_EQ(y.values, values);
   });
@@ -114,8 +120,12 @@ TEST(Reshape, RefusesBadTargets) {
 TEST(Permute, MovesAxesForEveryDtype) {
   for_each_dtype_and_compute([](DType dtype, tg::ComputeType compute) {
     const auto values = sample_values(dtype, 24);
-    const auto y = run_unary({dtype, {2, 3, 4}}, values,
-                             [](const tg::Tensor& x) { return tg::permute(x, {2, 0, 1}); }, compute);
+    const auto y = run_unary(
+        {dtype, {2, 3, 4}}, values,
+        [](const tg::Tensor& x) {
+          return tg::permute(x, {2, 0, 1});
+        },
+        compute);
     ASSERT_EQ(y.type, (tg::TensorType{dtype, {4, 2, 3}}));
     for (int a = 0; a < 4; ++a)
       for (int i = 0; i < 2; ++i)
@@ -138,8 +148,8 @@ TEST(Permute, NormalizesNegativeEntriesAndChecksThePermutation) {
 TEST(SwapAxes, SwapsForEveryDtype) {
   for_each_dtype_and_compute([](DType dtype, tg::ComputeType compute) {
     const auto values = sample_values(dtype, 24);
-    const auto y = run_unary({dtype, {2, 3, 4}}, values,
-                             [](const tg::Tensor& x) { return tg::swap_axes(x, -1, 0); }, compute);
+    const auto y = run_unary(
+        {dtype, {2, 3, 4}}, values, [](const tg::Tensor& x) { return tg::swap_axes(x, -1, 0); }, compute);
     ASSERT_EQ(y.type, (tg::TensorType{dtype, {4, 3, 2}}));
     for (int a = 0; a < 4; ++a)
       for (int j = 0; j < 3; ++j)
@@ -162,8 +172,12 @@ TEST(SwapAxes, NormalizesAndChecksAxes) {
 TEST(BroadcastTo, RepeatsSizeOneAndLeadingAxesForEveryDtype) {
   for_each_dtype_and_compute([](DType dtype, tg::ComputeType compute) {
     const auto values = sample_values(dtype, 3);
-    const auto y = run_unary({dtype, {3, 1}}, values,
-                             [](const tg::Tensor& x) { return tg::broadcast_to(x, {2, 3, 4}); }, compute);
+    const auto y = run_unary(
+        {dtype, {3, 1}}, values,
+        [](const tg::Tensor& x) {
+          return tg::broadcast_to(x, {2, 3, 4});
+        },
+        compute);
     ASSERT_EQ(y.type, (tg::TensorType{dtype, {2, 3, 4}}));
     for (int a = 0; a < 2; ++a)
       for (int i = 0; i < 3; ++i)
@@ -174,8 +188,11 @@ TEST(BroadcastTo, RepeatsSizeOneAndLeadingAxesForEveryDtype) {
 TEST(BroadcastTo, RefusesIncompatibleTargets) {
   tg::GraphBuilder b;
   auto x = b.input("x", {DType::f32, {3}});
-  expect_shape_error([&] { (void)tg::broadcast_to(x, {2, 4}); }, "broadcast_to",
-                     "[3] does not broadcast to [2,4]: axis -1 has size 3");
+  expect_shape_error(
+      [&] {
+        (void)tg::broadcast_to(x, {2, 4});
+      },
+      "broadcast_to", "[3] does not broadcast to [2,4]: axis -1 has size 3");
   auto m = b.input("m", {DType::f32, {2, 3}});
   expect_shape_error([&] { (void)tg::broadcast_to(m, {3}); }, "broadcast_to", "more than the target rank");
   expect_shape_error([&] { (void)tg::broadcast_to(m, {-1, 3}); }, "broadcast_to", "negative dimension");
@@ -185,8 +202,12 @@ TEST(BroadcastTo, RefusesIncompatibleTargets) {
 TEST(SumToShape, SumsBroadcastAxes) {
   for (tg::ComputeType compute : kComputeTypes) {
     const auto values = sample_values(DType::f32, 24);
-    const auto y = run_unary({DType::f32, {2, 3, 4}}, values,
-                             [](const tg::Tensor& x) { return tg::sum_to_shape(x, {3, 1}); }, compute);
+    const auto y = run_unary(
+        {DType::f32, {2, 3, 4}}, values,
+        [](const tg::Tensor& x) {
+          return tg::sum_to_shape(x, {3, 1});
+        },
+        compute);
     ASSERT_EQ(y.type, (tg::TensorType{DType::f32, {3, 1}}));
     for (int j = 0; j < 3; ++j) {
       double expected = 0;
@@ -194,11 +215,15 @@ TEST(SumToShape, SumsBroadcastAxes) {
         for (int k = 0; k < 4; ++k) expected += values[(i * 3 + j) * 4 + k];
       EXPECT_DOUBLE_EQ(y.values[j], expected);  // half-integers: exact in f32 too
     }
-    const auto total = run_unary({DType::f32, {2, 3, 4}}, values,
-                                 [](const tg::Tensor& x) { return tg::sum_to_shape(x, {}); }, compute);
+    const auto total = run_unary(
+        {DType::f32, {2, 3, 4}}, values, [](const tg::Tensor& x) { return tg::sum_to_shape(x, {}); }, compute);
     EXPECT_DOUBLE_EQ(total.values.at(0), std::accumulate(values.begin(), values.end(), 0.0));
-    const auto same = run_unary({DType::f32, {2, 3, 4}}, values,
-                                [](const tg::Tensor& x) { return tg::sum_to_shape(x, {2, 3, 4}); }, compute);
+    const auto same = run_unary(
+        {DType::f32, {2, 3, 4}}, values,
+        [](const tg::Tensor& x) {
+          return tg::sum_to_shape(x, {2, 3, 4});
+        },
+        compute);
     EXPECT_EQ(same.values, values);
   }
 }
@@ -209,8 +234,9 @@ TEST(SumToShape, LongPreimagesGiveTheSameBitsOnAnyThreadCount) {
   for (std::int64_t i = 0; i < n; ++i) values[static_cast<std::size_t>(i)] = std::sin(0.37 * static_cast<double>(i));
   const auto values_f32 = tg::HostTensor::f32({5000, 3}, std::vector<float>(values.begin(), values.end())).values;
   auto run = [&] {
-    return run_unary({DType::f32, {5000, 3}}, values_f32,
-                     [](const tg::Tensor& x) { return tg::sum_to_shape(x, {3}); }, tg::ComputeType::f32);
+    return run_unary(
+        {DType::f32, {5000, 3}}, values_f32, [](const tg::Tensor& x) { return tg::sum_to_shape(x, {3}); },
+        tg::ComputeType::f32);
   };
   const auto parallel = run();
   tg::HostTensor serial;
@@ -284,9 +310,9 @@ TEST(Creation, RefusesValuesTheDtypeCannotHold) {
   EXPECT_EQ(tg::full({2}, 1, DType::boolean).dtype(), DType::boolean);
 }
 
-constexpr tg::OpId kFamilyOps[] = {tg::OpId::Reshape,    tg::OpId::Permute, tg::OpId::SwapAxes, tg::OpId::BroadcastTo,
-                                   tg::OpId::SumToShape, tg::OpId::Full,    tg::OpId::Zeros,    tg::OpId::Ones,
-                                   tg::OpId::Arange};
+constexpr tg::OpId kFamilyOps[] = {tg::OpId::Reshape,     tg::OpId::Permute,    tg::OpId::SwapAxes,
+                                   tg::OpId::BroadcastTo, tg::OpId::SumToShape, tg::OpId::Full,
+                                   tg::OpId::Zeros,       tg::OpId::Ones,       tg::OpId::Arange};
 
 TEST(LayoutAndCreationRegistry, EveryPartIsPresent) {
   for (tg::OpId id : kFamilyOps) {

@@ -19,7 +19,8 @@ using AttrValue = std::variant<std::int64_t, double, bool, std::vector<std::int6
 
 AttrKind attr_kind(const AttrValue& value);
 std::string_view attr_kind_name(AttrKind kind);
-std::string attr_value_to_string(const AttrValue& value);  // lossless: reals print in the shortest form that reads back to the same bits
+std::string attr_value_to_string(
+    const AttrValue& value);  // lossless: reals print in the shortest form that reads back to the same bits
 
 struct AttrSpec {
   std::string_view name;

@@ -119,7 +119,9 @@ void sum_to_shape_kernel(const KernelCall<T>& call) {
         start += (rest % out_shape[j]) * start_strides[j];
         rest /= out_shape[j];
       }
-      auto term = [&](std::int64_t r) { return in[static_cast<std::size_t>(start + preimage[static_cast<std::size_t>(r)])]; };
+      auto term = [&](std::int64_t r) {
+        return in[static_cast<std::size_t>(start + preimage[static_cast<std::size_t>(r)])];
+      };
       // Short preimages are summed inline (the same bits deterministic_sum gives for one block);
       // long ones are split into deterministic_sum's fixed blocks.
       T acc(0);

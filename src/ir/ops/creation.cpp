@@ -66,9 +66,15 @@ std::optional<OpSample> full_samples(SampleRng& rng, const std::optional<TensorT
   const DType dtype = random_dtype(rng);
   double value = 0;
   switch (dtype) {
-    case DType::f32: value = static_cast<float>(rng.uniform(-2, 2)); break;
-    case DType::i32: value = static_cast<double>(rng.uniform_int(-8, 8)); break;
-    case DType::boolean: value = rng.coin() ? 1.0 : 0.0; break;
+    case DType::f32:
+      value = static_cast<float>(rng.uniform(-2, 2));
+      break;
+    case DType::i32:
+      value = static_cast<double>(rng.uniform_int(-8, 8));
+      break;
+    case DType::boolean:
+      value = rng.coin() ? 1.0 : 0.0;
+      break;
   }
   return OpSample{Attrs{{"dtype", dtype}, {"shape", rng.shape(0, 3)}, {"value", value}}, {}, {}};
 }
@@ -98,9 +104,9 @@ OpDef creation_def(OpId id, std::vector<AttrSpec> attrs, ShapeRule shape, Sample
 }  // namespace
 
 const OpDef& Full_def() {
-  static const OpDef def = creation_def(
-      OpId::Full, {{"shape", AttrKind::ints}, {"value", AttrKind::real}, {"dtype", AttrKind::dtype}}, full_shape,
-      full_samples);
+  static const OpDef def =
+      creation_def(OpId::Full, {{"shape", AttrKind::ints}, {"value", AttrKind::real}, {"dtype", AttrKind::dtype}},
+                   full_shape, full_samples);
   return def;
 }
 

@@ -15,9 +15,12 @@ constexpr std::int64_t kMaxSampleElements = 512;
 // computed indices or masks can flow into a layout op in property tests.
 ValueDomain any_value_domain(DType dtype) {
   switch (dtype) {
-    case DType::f32: return ValueDomain::real_range(-2, 2);
-    case DType::i32: return ValueDomain{ValueDomain::Kind::index, -8, 8, 0, false};
-    case DType::boolean: return ValueDomain{ValueDomain::Kind::boolean, 0, 1, 0, false};
+    case DType::f32:
+      return ValueDomain::real_range(-2, 2);
+    case DType::i32:
+      return ValueDomain{ValueDomain::Kind::index, -8, 8, 0, false};
+    case DType::boolean:
+      return ValueDomain{ValueDomain::Kind::boolean, 0, 1, 0, false};
   }
   return ValueDomain::real_range(-2, 2);
 }
@@ -117,8 +120,8 @@ std::optional<OpSample> reshape_samples(SampleRng& rng, const std::optional<Tens
 // Checks that `perm` is a permutation of [0, rank).
 void require_permutation(const std::vector<std::int64_t>& perm, std::int64_t rank) {
   if (static_cast<std::int64_t>(perm.size()) != rank) {
-    rule_broken("perm " + rules::axes_to_string(perm) + " has " + std::to_string(perm.size()) +
-                " entries for rank " + std::to_string(rank));
+    rule_broken("perm " + rules::axes_to_string(perm) + " has " + std::to_string(perm.size()) + " entries for rank " +
+                std::to_string(rank));
   }
   std::vector<bool> seen(perm.size(), false);
   for (auto axis : perm) {
@@ -143,7 +146,8 @@ TensorType permute_shape(const Attrs& attrs, std::span<const TensorType> inputs)
 std::vector<std::optional<Tensor>> permute_grad(const GradArgs& args) {
   const auto& perm = args.attrs.ints("perm");
   std::vector<std::int64_t> inverse(perm.size());
-  for (std::size_t i = 0; i < perm.size(); ++i) inverse[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
+  for (std::size_t i = 0; i < perm.size(); ++i)
+    inverse[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
   return no_grad_unless_float(args, permute(args.cotangent, inverse));
 }
 

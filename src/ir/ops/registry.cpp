@@ -73,11 +73,16 @@ TensorType infer_type(OpId id, const Attrs& attrs, std::span<const TensorType> i
 
 std::string_view tolerance_class_name(ToleranceClass cls) {
   switch (cls) {
-    case ToleranceClass::exact: return "exact";
-    case ToleranceClass::elementwise: return "elementwise";
-    case ToleranceClass::transcendental: return "transcendental";
-    case ToleranceClass::reduction: return "reduction";
-    case ToleranceClass::matmul: return "matmul";
+    case ToleranceClass::exact:
+      return "exact";
+    case ToleranceClass::elementwise:
+      return "elementwise";
+    case ToleranceClass::transcendental:
+      return "transcendental";
+    case ToleranceClass::reduction:
+      return "reduction";
+    case ToleranceClass::matmul:
+      return "matmul";
   }
   return "?";
 }
@@ -87,11 +92,15 @@ double tolerance_ulps(ToleranceClass cls, std::int64_t n) {
   // like n only in the worst case; 4 + 8*sqrt(n) ulp sits well above what real sums show.
   const double length = static_cast<double>(std::max<std::int64_t>(n, 1));
   switch (cls) {
-    case ToleranceClass::exact: return 0.0;
-    case ToleranceClass::elementwise: return 4.0;
-    case ToleranceClass::transcendental: return 16.0;
+    case ToleranceClass::exact:
+      return 0.0;
+    case ToleranceClass::elementwise:
+      return 4.0;
+    case ToleranceClass::transcendental:
+      return 16.0;
     case ToleranceClass::reduction:
-    case ToleranceClass::matmul: return 4.0 + 2.0 * std::sqrt(length) * 4.0;
+    case ToleranceClass::matmul:
+      return 4.0 + 2.0 * std::sqrt(length) * 4.0;
   }
   return 0.0;
 }

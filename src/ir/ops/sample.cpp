@@ -50,13 +50,15 @@ std::vector<double> ValueDomain::draw(SampleRng& rng, std::int64_t count) const 
         values[i] = lo + step * static_cast<double>(i) + rng.uniform(-gap / 4, gap / 4);
       }
       for (std::size_t i = values.size(); i > 1; --i) {
-        std::swap(values[i - 1], values[static_cast<std::size_t>(rng.uniform_int(0, static_cast<std::int64_t>(i) - 1))]);
+        std::swap(values[i - 1],
+                  values[static_cast<std::size_t>(rng.uniform_int(0, static_cast<std::int64_t>(i) - 1))]);
       }
       break;
     }
     case Kind::small_ints:
     case Kind::index:
-      for (auto& v : values) v = static_cast<double>(rng.uniform_int(static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi)));
+      for (auto& v : values)
+        v = static_cast<double>(rng.uniform_int(static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi)));
       break;
     case Kind::boolean:
       for (auto& v : values) v = rng.coin() ? 1.0 : 0.0;

@@ -116,19 +116,19 @@ Tensor concat(const std::vector<Tensor>& xs, std::int64_t axis = 0, TG_CALL_SITE
 // Composite (built from other ops, not registry ops):
 Tensor stack(const std::vector<Tensor>& xs, std::int64_t axis = 0, TG_CALL_SITE);  // reshape + concat
 std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& sizes, std::int64_t axis = 0,
-                          TG_CALL_SITE);                                        // narrow per piece
+                          TG_CALL_SITE);                                     // narrow per piece
 Tensor flatten(const Tensor& x, std::int64_t start_axis = 0, TG_CALL_SITE);  // merges start_axis.. into one
-Tensor split_heads(const Tensor& x, std::int64_t heads, TG_CALL_SITE);      // [..., T, H*d] -> [..., H, T, d]
-Tensor merge_heads(const Tensor& x, TG_CALL_SITE);                          // [..., H, T, d] -> [..., T, H*d]
+Tensor split_heads(const Tensor& x, std::int64_t heads, TG_CALL_SITE);       // [..., T, H*d] -> [..., H, T, d]
+Tensor merge_heads(const Tensor& x, TG_CALL_SITE);                           // [..., H, T, d] -> [..., T, H*d]
 
 // indexing (indices are i32; out-of-range values fail the run with an error naming the op)
-Tensor one_hot(const Tensor& indices, std::int64_t depth, TG_CALL_SITE);  // f32 [..., depth]
+Tensor one_hot(const Tensor& indices, std::int64_t depth, TG_CALL_SITE);     // f32 [..., depth]
 Tensor embedding(const Tensor& table, const Tensor& indices, TG_CALL_SITE);  // [V, D] x [...] -> [..., D]
 Tensor take_along_axis(const Tensor& x, const Tensor& indices, std::int64_t axis, TG_CALL_SITE);
 // The adjoint of take_along_axis: a zero tensor shaped like `indices` with `size` along `axis`, into
 // which each update is added at its index.
 Tensor scatter_add(const Tensor& updates, const Tensor& indices, std::int64_t axis, std::int64_t size, TG_CALL_SITE);
-Tensor softmax_causal(const Tensor& scores, TG_CALL_SITE);           // [..., T, T], last axis, j > i masked
+Tensor softmax_causal(const Tensor& scores, TG_CALL_SITE);              // [..., T, T], last axis, j > i masked
 Tensor where_causal(const Tensor& x, double fill_value, TG_CALL_SITE);  // [..., T, T], j > i set to fill_value
 
 // losses over the last axis of [..., C] with i32 targets [...]
@@ -154,14 +154,14 @@ Tensor nearest_upsample2d(const Tensor& x, std::int64_t factor, TG_CALL_SITE);  
 // The ops that conv2d's and max_pool2d's gradient rules emit:
 Tensor conv2d_input_grad(const Tensor& grad_output, const Tensor& weight, std::int64_t height, std::int64_t width,
                          Conv2dOptions options, TG_CALL_SITE);
-Tensor conv2d_weight_grad(const Tensor& input, const Tensor& grad_output, std::int64_t kernel_h,
-                          std::int64_t kernel_w, Conv2dOptions options, TG_CALL_SITE);
+Tensor conv2d_weight_grad(const Tensor& input, const Tensor& grad_output, std::int64_t kernel_h, std::int64_t kernel_w,
+                          Conv2dOptions options, TG_CALL_SITE);
 Tensor max_pool2d_grad(const Tensor& x, const Tensor& grad_output, std::int64_t kernel, std::int64_t stride,
                        std::int64_t padding, TG_CALL_SITE);
 
 // random: counter-based draws keyed by (the graph's step seed input, a per-call salt, element index),
 // so results do not depend on thread count and a backward pass recomputes the same mask.
-Tensor randn(Shape shape, TG_CALL_SITE);                // N(0, 1), no gradient
+Tensor randn(Shape shape, TG_CALL_SITE);                  // N(0, 1), no gradient
 Tensor dropout(const Tensor& x, double p, TG_CALL_SITE);  // inverted dropout, p in [0, 1); p == 0 returns x
 
 // normalization over the last axis (composite)
@@ -173,9 +173,9 @@ Tensor rms_norm(const Tensor& x, const std::optional<Tensor>& gain, double eps =
 class OperandAt {
  public:
   OperandAt(const Tensor& tensor, CallSite loc = CallSite::current()) : operand(tensor), site(loc) {}  // NOLINT
-  OperandAt(double scalar, CallSite loc = CallSite::current()) : operand(scalar), site(loc) {}        // NOLINT
-  OperandAt(float scalar, CallSite loc = CallSite::current()) : operand(scalar), site(loc) {}         // NOLINT
-  OperandAt(int scalar, CallSite loc = CallSite::current()) : operand(scalar), site(loc) {}           // NOLINT
+  OperandAt(double scalar, CallSite loc = CallSite::current()) : operand(scalar), site(loc) {}         // NOLINT
+  OperandAt(float scalar, CallSite loc = CallSite::current()) : operand(scalar), site(loc) {}          // NOLINT
+  OperandAt(int scalar, CallSite loc = CallSite::current()) : operand(scalar), site(loc) {}            // NOLINT
   Operand operand;
   CallSite site;
 };

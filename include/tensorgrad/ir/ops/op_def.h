@@ -59,8 +59,8 @@ struct OpDef {
   int arity = 0;  // number of inputs, or kVariadic
   std::vector<AttrSpec> attrs;
   ShapeRule shape = nullptr;
-  GradRule grad = nullptr;          // required unless differentiable == false
-  bool differentiable = true;       // false: the explicit "not differentiable" mark
+  GradRule grad = nullptr;     // required unless differentiable == false
+  bool differentiable = true;  // false: the explicit "not differentiable" mark
   SampleRule samples = nullptr;
   ToleranceClass tolerance = ToleranceClass::elementwise;
   ReductionLength reduction_length = nullptr;  // optional

@@ -28,12 +28,12 @@ class SampleRng {
 
 struct ValueDomain {
   enum class Kind : std::uint8_t {
-    real,          // uniform in [lo, hi]
+    real,            // uniform in [lo, hi]
     away_from_zero,  // |v| in [lo, hi], random sign (denominators)
-    spaced,        // values in [lo, hi] at least gap/2 apart from each other (no ties)
-    small_ints,    // integers in [lo, hi] stored as floats (so equal() sees equal values)
-    boolean,       // 0 or 1
-    index,         // integers in [lo, hi] (i32 indices)
+    spaced,          // values in [lo, hi] at least gap/2 apart from each other (no ties)
+    small_ints,      // integers in [lo, hi] stored as floats (so equal() sees equal values)
+    boolean,         // 0 or 1
+    index,           // integers in [lo, hi] (i32 indices)
   };
   Kind kind = Kind::real;
   double lo = -2.0;
