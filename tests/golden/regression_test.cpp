@@ -1,15 +1,17 @@
 // The regression runner: every tests/golden/regressions/*.graph (a graph in the IR text format, a
 // line `---`, then `input` and `expect` value lines; see tests/golden/regressions/README.md) must
-// parse, print and parse back to the same graph, and give the recorded f64 outputs in f64 and,
-// within the graph tolerance, in f32. Each file is its own test, Regressions/File.Passes/<stem>.
+// parse, print and parse back to the same graph, give the recorded f64 outputs in f64 and, within
+// the graph tolerance, in f32, and have autodiff gradients that match central differences. Each file is its own test, Regressions/File.Passes/<stem>.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <set>
 
 #include "golden_compare.h"
 #include "golden_file.h"
+#include "property/checks.h"
 #include "support/tolerance.h"
 
 namespace tg::golden {
@@ -22,6 +24,7 @@ struct Regression {
   Graph graph;
   TensorMap inputs;
   TensorMap expected;
+  std::set<std::string> frozen;  // inputs the gradient check holds fixed
 };
 
 // Splits at the first line that is exactly `---`; the values part keeps its line numbers.
@@ -52,8 +55,13 @@ Regression load_regression(const fs::path& path) {
   }
   const std::size_t values_start = std::min(text.find('\n', *separator), text.size());
   for (const Directive& d : read_directives(std::string_view(text).substr(values_start), file, line)) {
+    if (d.keyword == "frozen") {
+      if (d.tokens.size() != 1) throw FormatError(file, d.line, "frozen takes one input name");
+      r.frozen.insert(d.tokens[0]);
+      continue;
+    }
     if (d.keyword != "input" && d.keyword != "expect") {
-      throw FormatError(file, d.line, "unknown keyword '" + d.keyword + "' (input or expect)");
+      throw FormatError(file, d.line, "unknown keyword '" + d.keyword + "' (input, expect or frozen)");
     }
     NamedTensor t = parse_tensor(d, 0, true, file);
     auto& into = d.keyword == "input" ? r.inputs : r.expected;
@@ -113,6 +121,18 @@ TEST_P(File, Passes) {
     }
     if (auto why = compare_tensors(want, f32.outputs.at(name), f32_tolerance)) {
       ADD_FAILURE() << r.file << ": output " << name << ", f32 vs the recorded oracle: " << *why;
+    }
+  }
+
+  // A gradient bug's file holds only the forward graph, so the gradients are re-derived here and
+  // checked against central differences, as the property that found it did. stop_gradient is the
+  // one op finite differences see through by design, so graphs holding it skip this check.
+  const bool has_stop_gradient = std::any_of(r.graph.nodes().begin(), r.graph.nodes().end(),
+                                             [](const Node& node) { return node.op == OpId::StopGradient; });
+  if (!has_stop_gradient) {
+    const testing::GraphCase c{r.graph, r.inputs, r.frozen};
+    for (std::uint64_t seed : {1, 2, 3}) {
+      if (auto why = testing::check_directional_gradient(c, seed)) ADD_FAILURE() << r.file << ": " << *why;
     }
   }
 }

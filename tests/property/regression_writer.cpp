@@ -67,12 +67,15 @@ void maybe_write_regression(const GraphCase& c) {
   const char* dir_env = std::getenv("TG_WRITE_REGRESSIONS");
   if (!dir_env || !*dir_env) return;
   std::string text = "# A failing case of " + current_test_name() + " (tests/property), shrunk by RapidCheck.\n" +
-                     "# After ---: its inputs and the f64 oracle's outputs when it was written.\n" +
+                     "# After ---: its inputs, the inputs gradient checks hold fixed, and the f64 oracle's\n"
+                     "# outputs when it was written.\n" +
                      print_graph(c.graph) + "---\n";
   for (const auto& in : c.graph.inputs()) {
     if (!plain_name(in.name) || !c.inputs.contains(in.name)) return;  // not expressible; never happens for x<k>
     text += tensor_line("input", in.name, c.inputs.at(in.name));
   }
+  // Inputs the gradient check must hold fixed (equal()'s operands): the runner re-checks gradients.
+  for (const auto& name : c.frozen) text += "frozen " + name + "\n";
   try {
     const auto outputs = interpret(c.graph, c.inputs, {.compute = ComputeType::f64}).outputs;
     for (const auto& out : c.graph.outputs()) {
