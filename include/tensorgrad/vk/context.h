@@ -1,0 +1,128 @@
+#pragma once
+// tg::vk::Context: one Vulkan device ready for compute. It owns the instance (with the Khronos
+// validation layer and a message collector when validation is on), the chosen physical device, a
+// logical device with one compute queue, a command pool and the on-disk pipeline cache.
+//
+// A Context is shared (std::shared_ptr) by everything created on it, so buffers and pipelines keep
+// the device alive. It is not thread-safe, except validation_messages() and
+// clear_validation_messages(): use one Context from one thread at a time.
+#include <vulkan/vulkan.h>
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tensorgrad/vk/device.h"
+#include "tensorgrad/vk/error.h"
+
+namespace tg::vk {
+
+struct ContextOptions {
+  // Enable VK_LAYER_KHRONOS_validation (and its synchronization checks). Unset: on when the
+  // environment has TG_VK_VALIDATION=1. When on and the layer is not installed, create() throws.
+  std::optional<bool> validation;
+  // Which device: an index into list_devices() or a case-insensitive substring of its name. Unset:
+  // the environment's TG_VK_DEVICE; empty or unset there: discrete GPU > integrated > virtual > CPU.
+  std::optional<std::string> device;
+  // Directory of the pipeline cache file. Unset: $XDG_CACHE_HOME/tensorgrad, else
+  // ~/.cache/tensorgrad. Empty: no file (the cache lives only as long as the Context).
+  std::optional<std::string> pipeline_cache_dir;
+  // Also called with each validation message as it arrives, including those reported while the
+  // Context is being destroyed (leaked objects), which validation_messages() can no longer show.
+  std::function<void(const std::string&)> on_validation_message;
+};
+
+// What happened to the on-disk pipeline cache.
+struct PipelineCacheStatus {
+  std::string path;     // empty: no file
+  bool loaded = false;  // a file was found and its contents handed to the driver
+  std::size_t loaded_bytes = 0;
+  std::string ignored_reason;  // why an existing file was not used (corrupt, another device, ...)
+  std::string save_error;      // why the last save failed; empty if it did not
+};
+
+class Context {
+ public:
+  // Picks a device (see ContextOptions) and brings it up. Throws NoDeviceError when no usable device
+  // exists or the selector matches none, DeviceError when a Vulkan call fails.
+  static std::shared_ptr<Context> create(ContextOptions options = {});
+
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  ~Context();  // waits for the device to go idle and saves the pipeline cache
+
+  const DeviceInfo& info() const { return info_; }
+
+  bool validation_enabled() const { return messenger_ != VK_NULL_HANDLE; }
+  // Every warning and error the validation layer reported so far, as "[severity] id: message".
+  std::vector<std::string> validation_messages() const;
+  void clear_validation_messages();
+
+  // False once the device was lost (or a submission timed out); then every further use throws.
+  bool usable() const { return usable_.load(); }
+  // Throws DeviceError (the result that made the context unusable) if usable() is false.
+  void require_usable(std::string_view operation) const;
+  // check() for calls on this device: a VK_ERROR_DEVICE_LOST also makes the context unusable.
+  void check(VkResult result, std::string_view operation);
+  // Marks the context unusable with `result` as the reason (device lost, submission timeout).
+  void mark_unusable(VkResult result, std::string_view operation);
+  // Once unusable, waits (once) for the device to go idle, so destructors do not free objects a
+  // hung submission may still use. A no-op while usable.
+  void drain_if_unusable();
+
+  VkInstance instance() const { return instance_; }
+  VkPhysicalDevice physical_device() const { return physical_device_; }
+  VkDevice device() const { return device_; }
+  VkQueue queue() const { return queue_; }
+  VkCommandPool command_pool() const { return command_pool_; }
+  VkPipelineCache pipeline_cache() const { return pipeline_cache_; }
+  const VkPhysicalDeviceMemoryProperties& memory_properties() const { return memory_properties_; }
+  // VkPipelineCreationFeedback is available (Vulkan 1.3 or VK_EXT_pipeline_creation_feedback).
+  bool has_creation_feedback() const { return creation_feedback_; }
+
+  const PipelineCacheStatus& pipeline_cache_status() const { return cache_status_; }
+  // Writes the pipeline cache file now if its contents changed; false (and save_error) on failure.
+  // The destructor saves too.
+  bool save_pipeline_cache();
+
+ private:
+  Context() = default;
+  void create_instance(bool validation);
+  void create_device();
+  void load_pipeline_cache(const std::string& dir);
+  void record_message(std::string message);
+  static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                         VkDebugUtilsMessageTypeFlagsEXT types,
+                                                         const VkDebugUtilsMessengerCallbackDataEXT* data, void* user);
+
+  DeviceInfo info_;
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_device_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  VkCommandPool command_pool_ = VK_NULL_HANDLE;
+  VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
+  VkPhysicalDeviceMemoryProperties memory_properties_{};
+  bool creation_feedback_ = false;
+
+  std::atomic<bool> usable_{true};
+  VkResult unusable_result_ = VK_SUCCESS;
+  std::string unusable_operation_;
+  bool drained_ = false;
+
+  PipelineCacheStatus cache_status_;
+  std::vector<std::byte> cache_saved_;  // what the file holds, to skip rewriting unchanged data
+
+  mutable std::mutex messages_mutex_;
+  std::vector<std::string> messages_;
+  std::function<void(const std::string&)> on_message_;
+};
+
+}  // namespace tg::vk

@@ -1,0 +1,57 @@
+#pragma once
+// What tensorgrad knows about a Vulkan physical device: identity, the limits the executor must
+// respect, and whether it can run tensorgrad at all. list_devices() works without a Context, so a
+// user can see what TG_VK_DEVICE can pick.
+#include <vulkan/vulkan.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tg::vk {
+
+enum class DeviceType { other, integrated_gpu, discrete_gpu, virtual_gpu, cpu };
+std::string_view to_string(DeviceType type);
+
+struct DeviceInfo {
+  std::uint32_t index = 0;  // position in vkEnumeratePhysicalDevices; what a numeric TG_VK_DEVICE names
+  std::string name;
+  DeviceType type = DeviceType::other;
+  std::uint32_t vendor_id = 0;
+  std::uint32_t device_id = 0;
+  std::uint32_t driver_version = 0;  // raw, vendor-encoded; driver_version_string() decodes it
+  std::uint32_t api_version = 0;     // what the device supports (VK_MAKE_API_VERSION)
+  std::string driver_name;           // VkPhysicalDeviceDriverProperties (Vulkan 1.2), else empty
+  std::string driver_info;
+  std::array<std::uint8_t, VK_UUID_SIZE> pipeline_cache_uuid{};
+
+  std::uint64_t max_storage_buffer_range = 0;    // largest range one storage-buffer binding may cover
+  std::uint64_t max_memory_allocation_size = 0;  // VkPhysicalDeviceMaintenance3Properties
+  std::uint64_t min_storage_buffer_offset_alignment = 0;
+  std::uint32_t max_push_constants_size = 0;
+  std::uint32_t max_compute_shared_memory_size = 0;
+  std::array<std::uint32_t, 3> max_compute_work_group_count{};
+  std::array<std::uint32_t, 3> max_compute_work_group_size{};
+  std::uint32_t max_compute_work_group_invocations = 0;
+  std::uint32_t subgroup_size = 0;    // VkPhysicalDeviceSubgroupProperties
+  float timestamp_period = 0;         // nanoseconds per timestamp tick
+  bool timestamps_supported = false;  // timestamp queries work on the compute queue family below
+
+  // The queue family Context uses; meaningful only when usable.
+  std::uint32_t compute_queue_family = 0;
+  // Whether tensorgrad can use the device (Vulkan 1.1 and a compute queue); if not, why.
+  bool usable = false;
+  std::string unusable_reason;
+
+  std::string driver_version_string() const;
+  // One line for error messages and logs: "0: llvmpipe (LLVM 15.0.6, 256 bits) [cpu, Vulkan 1.3.230, ...]".
+  std::string summary() const;
+};
+
+// Every physical device the Vulkan loader reports, usable or not, in enumeration order. Empty when
+// there is no Vulkan driver at all. Throws DeviceError if the loader itself fails.
+std::vector<DeviceInfo> list_devices();
+
+}  // namespace tg::vk

@@ -1,0 +1,96 @@
+// Command buffers, fences, submit-and-wait.
+#include "vk/commands.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace tg::vk {
+
+CommandBuffer::CommandBuffer(std::shared_ptr<Context> context) : context_(std::move(context)) {
+  context_->require_usable("allocating a command buffer");
+  VkCommandBufferAllocateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+  info.commandPool = context_->command_pool();
+  info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  info.commandBufferCount = 1;
+  context_->check(vkAllocateCommandBuffers(context_->device(), &info, &handle_), "allocating a command buffer");
+}
+
+CommandBuffer::CommandBuffer(CommandBuffer&& other) noexcept
+    : context_(std::move(other.context_)), handle_(std::exchange(other.handle_, VK_NULL_HANDLE)) {}
+
+CommandBuffer& CommandBuffer::operator=(CommandBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    context_ = std::move(other.context_);
+    handle_ = std::exchange(other.handle_, VK_NULL_HANDLE);
+  }
+  return *this;
+}
+
+CommandBuffer::~CommandBuffer() { release(); }
+
+void CommandBuffer::release() noexcept {
+  if (handle_ == VK_NULL_HANDLE) return;
+  context_->drain_if_unusable();
+  vkFreeCommandBuffers(context_->device(), context_->command_pool(), 1, &handle_);
+  handle_ = VK_NULL_HANDLE;
+}
+
+void CommandBuffer::begin(bool one_time) {
+  context_->require_usable("recording a command buffer");
+  VkCommandBufferBeginInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  info.flags = one_time ? VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT : 0;
+  context_->check(vkBeginCommandBuffer(handle_, &info), "beginning a command buffer");
+}
+
+void CommandBuffer::end() { context_->check(vkEndCommandBuffer(handle_), "ending a command buffer"); }
+
+Fence::Fence(std::shared_ptr<Context> context) : context_(std::move(context)) {
+  context_->require_usable("creating a fence");
+  VkFenceCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
+  context_->check(vkCreateFence(context_->device(), &info, nullptr, &handle_), "creating a fence");
+}
+
+Fence::~Fence() {
+  if (handle_ == VK_NULL_HANDLE) return;
+  context_->drain_if_unusable();
+  vkDestroyFence(context_->device(), handle_, nullptr);
+}
+
+void Fence::wait(std::chrono::nanoseconds timeout, std::string_view operation) {
+  const VkResult result = vkWaitForFences(context_->device(), 1, &handle_, VK_TRUE,
+                                          static_cast<std::uint64_t>(std::max<std::int64_t>(timeout.count(), 0)));
+  if (result == VK_TIMEOUT) {
+    throw DeviceError(result, "waiting for " + std::string(operation) + " (timed out after " +
+                                  std::to_string(timeout.count() / 1'000'000) + " ms)");
+  }
+  context_->check(result, "waiting for " + std::string(operation));
+}
+
+void Fence::reset() { context_->check(vkResetFences(context_->device(), 1, &handle_), "resetting a fence"); }
+
+void submit_and_wait(const std::shared_ptr<Context>& context_ptr, VkCommandBuffer commands, std::string_view operation,
+                     std::chrono::nanoseconds timeout) {
+  Context& context = *context_ptr;
+  context.require_usable(operation);
+  Fence fence(context_ptr);
+  VkSubmitInfo submit{};
+  submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &commands;
+  context.check(vkQueueSubmit(context.queue(), 1, &submit, fence.handle()), "submitting " + std::string(operation));
+  try {
+    fence.wait(timeout, operation);
+  } catch (const DeviceError& e) {
+    // The work may still be running: nothing it uses may be freed or reused until the device idles.
+    if (e.result() == VK_TIMEOUT) context.mark_unusable(VK_TIMEOUT, "waiting for " + std::string(operation));
+    throw;
+  }
+}
+
+}  // namespace tg::vk
