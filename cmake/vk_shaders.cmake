@@ -2,7 +2,7 @@
 # SPIR-V by glslangValidator at build time and embedded in the library as uint32 arrays
 # (cmake/embed_shaders.cmake). Included from the top-level CMakeLists.txt after the library target.
 
-file(GLOB TG_VK_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/vk/*.cpp)
+file(GLOB TG_VK_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/vk/*.cpp ${PROJECT_SOURCE_DIR}/src/vk/kernels/*.cpp)
 file(GLOB TG_SHADER_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/shaders/*.comp)
 
 set(TG_SHADER_DIR ${PROJECT_BINARY_DIR}/shaders)

@@ -1,7 +1,8 @@
 // The regression runner: every tests/golden/regressions/*.graph (a graph in the IR text format, a
 // line `---`, then `input` and `expect` value lines; see tests/golden/regressions/README.md) must
 // parse, print and parse back to the same graph, give the recorded f64 outputs in f64 and, within
-// the graph tolerance, in f32, and have autodiff gradients that match central differences. Each file is its own test, Regressions/File.Passes/<stem>.
+// the graph tolerance, in f32, and have autodiff gradients that match central differences. Each file is its own test,
+// Regressions/File.Passes/<stem>.
 #include <gtest/gtest.h>
 
 #include <algorithm>
