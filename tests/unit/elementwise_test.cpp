@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "interp/kernels/indexing.h"
+#include "interp/kernels/broadcast_indexer.h"
 #include "tensorgrad/tensorgrad.h"
 
 namespace {

@@ -5,7 +5,7 @@
 
 #include "../parallel.h"
 #include "families.h"
-#include "indexing.h"
+#include "broadcast_indexer.h"
 
 namespace tg::interp {
 
