@@ -10,7 +10,7 @@ namespace tg {
 
 namespace {
 
-constexpr std::int64_t kMaxSampleElements = 512;
+using rules::kMaxSampleElements;
 
 // ---- shape rules -------------------------------------------------------------------------------
 

@@ -77,6 +77,18 @@ std::string axes_to_string(std::span<const std::int64_t> axes) {
   return s + "]";
 }
 
+ValueDomain any_value_domain(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return ValueDomain::real_range(-2, 2);
+    case DType::i32:
+      return ValueDomain{ValueDomain::Kind::index, -8, 8, 0, false};
+    case DType::boolean:
+      return ValueDomain{ValueDomain::Kind::boolean, 0, 1, 0, false};
+  }
+  return ValueDomain::real_range(-2, 2);
+}
+
 }  // namespace tg::rules
 
 namespace tg::frontend {

@@ -9,7 +9,8 @@ namespace tg {
 
 namespace {
 
-constexpr std::int64_t kMaxSampleElements = 512;
+using rules::any_value_domain;
+using rules::kMaxSampleElements;
 
 using Grads = std::vector<std::optional<Tensor>>;
 
@@ -22,19 +23,6 @@ Shape small_shape(SampleRng& rng, int min_rank, int max_rank, std::int64_t per_e
     *largest = (*largest + 1) / 2;
   }
   return shape;
-}
-
-// Values of any dtype for data-movement inputs; i32 and bool stay reusable (not fresh_only).
-ValueDomain any_value_domain(DType dtype) {
-  switch (dtype) {
-    case DType::f32:
-      return ValueDomain::real_range(-2, 2);
-    case DType::i32:
-      return ValueDomain{ValueDomain::Kind::index, -8, 8, 0, false};
-    case DType::boolean:
-      return ValueDomain{ValueDomain::Kind::boolean, 0, 1, 0, false};
-  }
-  return ValueDomain::real_range(-2, 2);
 }
 
 // Valid index values into an axis of `extent` elements.

@@ -9,21 +9,8 @@ namespace tg {
 
 namespace {
 
-constexpr std::int64_t kMaxSampleElements = 512;
-
-// Any value is fine for data movement; i32 and bool domains stay reusable (fresh_only false) so
-// computed indices or masks can flow into a layout op in property tests.
-ValueDomain any_value_domain(DType dtype) {
-  switch (dtype) {
-    case DType::f32:
-      return ValueDomain::real_range(-2, 2);
-    case DType::i32:
-      return ValueDomain{ValueDomain::Kind::index, -8, 8, 0, false};
-    case DType::boolean:
-      return ValueDomain{ValueDomain::Kind::boolean, 0, 1, 0, false};
-  }
-  return ValueDomain::real_range(-2, 2);
-}
+using rules::any_value_domain;
+using rules::kMaxSampleElements;
 
 // A random shape of rank in [min_rank, max_rank] with at most kMaxSampleElements elements.
 Shape small_shape(SampleRng& rng, int min_rank, int max_rank) {

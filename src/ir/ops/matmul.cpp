@@ -7,7 +7,7 @@ namespace tg {
 
 namespace {
 
-constexpr std::int64_t kMaxSampleElements = 512;
+using rules::kMaxSampleElements;
 
 Shape batch_dims(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
 

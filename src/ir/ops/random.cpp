@@ -11,7 +11,8 @@ namespace tg {
 
 namespace {
 
-constexpr std::int64_t kMaxSampleElements = 512;
+using rules::kMaxSampleElements;
+
 constexpr std::int64_t kMaxSalt = std::numeric_limits<std::uint32_t>::max();
 
 std::string str(std::int64_t v) { return std::to_string(v); }

@@ -8,7 +8,7 @@ namespace tg {
 
 namespace {
 
-constexpr std::int64_t kMaxSampleElements = 512;
+using rules::kMaxSampleElements;
 
 // Attributes reach shape rules unchecked from the parser, so axes must be validated here even
 // though the front-end normalizes them: in range, sorted, distinct.

@@ -27,6 +27,12 @@ void require_same_dtype(std::span<const TensorType> inputs);
 void require_arity(std::span<const TensorType> inputs, std::size_t n);
 std::string axes_to_string(std::span<const std::int64_t> axes);
 
+// Samples stay small: the property suites run thousands of graphs and full Jacobians on them.
+inline constexpr std::int64_t kMaxSampleElements = 512;
+// Values of any dtype for data-movement inputs. i32 and bool domains stay reusable (not fresh_only),
+// so computed indices or masks can flow into such an op in random graphs.
+ValueDomain any_value_domain(DType dtype);
+
 }  // namespace tg::rules
 
 namespace tg::frontend {

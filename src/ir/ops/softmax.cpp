@@ -5,7 +5,7 @@ namespace tg {
 
 namespace {
 
-constexpr std::int64_t kMaxSampleElements = 512;
+using rules::kMaxSampleElements;
 
 TensorType softmax_rule(const Attrs& attrs, std::span<const TensorType> inputs) {
   const TensorType& x = inputs[0];

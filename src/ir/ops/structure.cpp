@@ -12,23 +12,11 @@ namespace tg {
 
 namespace {
 
-constexpr std::int64_t kMaxSampleElements = 512;
+using rules::any_value_domain;
+using rules::kMaxSampleElements;
+
 // Outputs built around a given input (pad, concat) may grow past the drawn-shape limit, not past this.
 constexpr std::int64_t kMaxGrownElements = 1024;
-
-// Data movement accepts any value; i32 and bool domains stay reusable (fresh_only false) so computed
-// indices or masks can flow into a structure op in random graphs.
-ValueDomain any_value_domain(DType dtype) {
-  switch (dtype) {
-    case DType::f32:
-      return ValueDomain::real_range(-2, 2);
-    case DType::i32:
-      return ValueDomain{ValueDomain::Kind::index, -8, 8, 0, false};
-    case DType::boolean:
-      return ValueDomain{ValueDomain::Kind::boolean, 0, 1, 0, false};
-  }
-  return ValueDomain::real_range(-2, 2);
-}
 
 // A shape of rank in [min_rank, 4], dims 1..8, at most kMaxSampleElements elements.
 Shape sample_shape(SampleRng& rng, int min_rank) {
