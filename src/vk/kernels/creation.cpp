@@ -1,0 +1,40 @@
+// Launches of the constant fills (shaders/creation.comp): full, zeros, ones. The value is encoded
+// on the host as the output's 32-bit word (float bits for f32, int32 for i32 and bool).
+#include <bit>
+#include <cstdint>
+
+#include "vk/kernels/kernels.h"
+
+namespace tg::vk {
+
+namespace {
+
+KernelLaunch fill(const Graph& graph, const Node& node, double value) {
+  const TensorType& type = graph.type(node.output);
+  struct {
+    std::uint32_t n;
+    std::uint32_t word;
+  } push{static_cast<std::uint32_t>(type.size()),
+         is_float(type.dtype) ? std::bit_cast<std::uint32_t>(static_cast<float>(value))
+                              : static_cast<std::uint32_t>(static_cast<std::int32_t>(value))};
+  KernelLaunch launch;
+  launch.shader = "creation";
+  launch.bindings = {node.output};
+  append_pod(launch.push, push);
+  launch.items = push.n;
+  return launch;
+}
+
+KernelLaunch full(const Graph& graph, const Node& node) { return fill(graph, node, node.attrs.real("value")); }
+KernelLaunch zeros(const Graph& graph, const Node& node) { return fill(graph, node, 0.0); }
+KernelLaunch ones(const Graph& graph, const Node& node) { return fill(graph, node, 1.0); }
+
+}  // namespace
+
+void register_creation_kernels(KernelPlanTable& table) {
+  table[static_cast<std::size_t>(OpId::Full)] = full;
+  table[static_cast<std::size_t>(OpId::Zeros)] = zeros;
+  table[static_cast<std::size_t>(OpId::Ones)] = ones;
+}
+
+}  // namespace tg::vk

@@ -1,0 +1,110 @@
+// Launches of the broadcasting elementwise family (shaders/elementwise_binary.comp): per-input
+// strides over the output's axes (0 along broadcast axes), after merging axes every input walks
+// contiguously and dropping axes of extent 1, so most broadcasts need 1-3 axes.
+#include <algorithm>
+
+#include "tensorgrad/ir/error.h"
+#include "vk/kernels/kernels.h"
+
+namespace tg::vk {
+
+namespace {
+
+constexpr std::size_t kMaxRank = 6;
+
+struct BinaryPush {
+  std::uint32_t op = 0;
+  std::uint32_t n = 0;
+  std::uint32_t rank = 0;
+  std::uint32_t flags = 0;
+  std::uint32_t shape[kMaxRank] = {};
+  std::uint32_t strides[3][kMaxRank] = {};
+};
+static_assert(sizeof(BinaryPush) == 112);
+
+enum BinaryOp : std::uint32_t { add, sub, mul, div, minimum, maximum, less, greater, equal, where };
+
+KernelLaunch plan_broadcast(const Graph& graph, const Node& node, BinaryOp op) {
+  const Shape& out = graph.type(node.output).shape;
+  const std::size_t rank = out.size();
+  const std::size_t k = node.inputs.size();
+
+  // Per input, its element stride along each output axis.
+  std::vector<std::int64_t> extents(out.begin(), out.end());
+  std::vector<std::vector<std::int64_t>> strides(k, std::vector<std::int64_t>(rank, 0));
+  BinaryPush push;
+  push.op = op;
+  push.n = static_cast<std::uint32_t>(num_elements(out));
+  for (std::size_t j = 0; j < 3; ++j) {
+    if (j >= k) {
+      push.flags |= 1u << j;  // unused operand: read at the output index of binding 0's range
+      continue;
+    }
+    const Shape& in = graph.type(node.inputs[j]).shape;
+    if (in == out) push.flags |= 1u << j;
+    const std::vector<std::int64_t> own = row_major_strides(in);
+    const std::size_t lead = rank - in.size();
+    for (std::size_t d = 0; d < in.size(); ++d) strides[j][lead + d] = in[d] == 1 ? 0 : own[d];
+  }
+  // Drop extent-1 axes, then merge axis d into d+1 where every input continues contiguously.
+  std::vector<std::int64_t> e2;
+  std::vector<std::vector<std::int64_t>> s2(k);
+  for (std::size_t d = 0; d < rank; ++d) {
+    if (extents[d] == 1) continue;
+    const bool mergeable = !e2.empty() && [&] {
+                             for (std::size_t j = 0; j < k; ++j)
+                               if (s2[j].back() != strides[j][d] * extents[d]) return false;
+                             return true;
+                           }();
+    if (mergeable) {
+      e2.back() *= extents[d];
+      for (std::size_t j = 0; j < k; ++j) s2[j].back() = strides[j][d];
+    } else {
+      e2.push_back(extents[d]);
+      for (std::size_t j = 0; j < k; ++j) s2[j].push_back(strides[j][d]);
+    }
+  }
+  if (e2.size() > kMaxRank) {
+    throw Error("Vulkan kernel for '" + std::string(op_name(node.op)) + "': output " +
+                graph.type(node.output).to_string() + " broadcasts over " + std::to_string(e2.size()) +
+                " axes after merging, above the " + std::to_string(kMaxRank) + " the shader supports");
+  }
+  push.rank = static_cast<std::uint32_t>(e2.size());
+  for (std::size_t d = 0; d < e2.size(); ++d) {
+    push.shape[d] = static_cast<std::uint32_t>(e2[d]);
+    for (std::size_t j = 0; j < k; ++j) push.strides[j][d] = static_cast<std::uint32_t>(s2[j][d]);
+  }
+
+  KernelLaunch launch;
+  launch.shader = "elementwise_binary";
+  launch.bindings.assign(node.inputs.begin(), node.inputs.end());
+  while (launch.bindings.size() < 3) launch.bindings.push_back(node.inputs[0]);  // unused operand slot
+  launch.bindings.push_back(node.output);
+  append_pod(launch.push, push);
+  launch.items = push.n;
+  return launch;
+}
+
+template <BinaryOp Op>
+KernelLaunch plan(const Graph& graph, const Node& node) {
+  return plan_broadcast(graph, node, Op);
+}
+
+constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
+
+}  // namespace
+
+void register_elementwise_binary_kernels(KernelPlanTable& table) {
+  table[slot(OpId::Add)] = plan<add>;
+  table[slot(OpId::Sub)] = plan<sub>;
+  table[slot(OpId::Mul)] = plan<mul>;
+  table[slot(OpId::Div)] = plan<div>;
+  table[slot(OpId::Minimum)] = plan<minimum>;
+  table[slot(OpId::Maximum)] = plan<maximum>;
+  table[slot(OpId::Less)] = plan<less>;
+  table[slot(OpId::Greater)] = plan<greater>;
+  table[slot(OpId::Equal)] = plan<equal>;
+  table[slot(OpId::Where)] = plan<where>;
+}
+
+}  // namespace tg::vk

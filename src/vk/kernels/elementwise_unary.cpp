@@ -1,0 +1,60 @@
+// Launches of the unary elementwise family (shaders/elementwise_unary.comp): contiguous input and
+// output of the same shape, the op as a push constant.
+#include "vk/kernels/kernels.h"
+
+namespace tg::vk {
+
+namespace {
+
+struct UnaryPush {
+  std::uint32_t op = 0;
+  std::uint32_t n = 0;
+  float lo = 0;
+  float hi = 0;
+};
+
+enum UnaryOp : std::uint32_t {
+  neg, abs_, square, sqrt_, rsqrt, exp_, log_, sin_, cos_, tanh_, sigmoid, relu, gelu, silu, clamp, copy
+};
+
+template <UnaryOp Op>
+KernelLaunch plan(const Graph& graph, const Node& node) {
+  UnaryPush push;
+  push.op = Op;
+  push.n = static_cast<std::uint32_t>(graph.type(node.output).size());
+  if constexpr (Op == clamp) {
+    push.lo = static_cast<float>(node.attrs.real("lo"));
+    push.hi = static_cast<float>(node.attrs.real("hi"));
+  }
+  KernelLaunch launch;
+  launch.shader = "elementwise_unary";
+  launch.bindings = {node.inputs[0], node.output};
+  append_pod(launch.push, push);
+  launch.items = push.n;
+  return launch;
+}
+
+constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
+
+}  // namespace
+
+void register_elementwise_unary_kernels(KernelPlanTable& table) {
+  table[slot(OpId::Neg)] = plan<neg>;
+  table[slot(OpId::Abs)] = plan<abs_>;
+  table[slot(OpId::Square)] = plan<square>;
+  table[slot(OpId::Sqrt)] = plan<sqrt_>;
+  table[slot(OpId::Rsqrt)] = plan<rsqrt>;
+  table[slot(OpId::Exp)] = plan<exp_>;
+  table[slot(OpId::Log)] = plan<log_>;
+  table[slot(OpId::Sin)] = plan<sin_>;
+  table[slot(OpId::Cos)] = plan<cos_>;
+  table[slot(OpId::Tanh)] = plan<tanh_>;
+  table[slot(OpId::Sigmoid)] = plan<sigmoid>;
+  table[slot(OpId::Relu)] = plan<relu>;
+  table[slot(OpId::Gelu)] = plan<gelu>;
+  table[slot(OpId::Silu)] = plan<silu>;
+  table[slot(OpId::Clamp)] = plan<clamp>;
+  table[slot(OpId::StopGradient)] = plan<copy>;
+}
+
+}  // namespace tg::vk

@@ -1,0 +1,41 @@
+#pragma once
+// Internal: the Vulkan kernels, one file per op family (the same names as src/interp/kernels).
+// A kernel turns one node into a launch: which embedded shader, which values it binds (inputs in
+// order, then the output), its push constants and how many items the grid must cover. The
+// executor owns buffers, pipelines, descriptor sets and barriers.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensorgrad/ir/graph.h"
+#include "tensorgrad/ir/ops/op_def.h"
+
+namespace tg::vk {
+
+struct KernelLaunch {
+  std::string shader;             // shaders/<shader>.comp
+  std::vector<ValueId> bindings;  // storage buffers 0..k-1: what the kernel reads, then what it writes
+  std::size_t writes = 1;         // the last `writes` bindings are written
+  std::vector<std::byte> push;    // push constants, a multiple of 4 bytes
+  std::uint64_t items = 0;        // invocations needed (the shaders loop grid-stride over them)
+  std::uint32_t group_size = 256;
+};
+
+using KernelPlanFn = KernelLaunch (*)(const Graph& graph, const Node& node);
+using KernelPlanTable = std::array<KernelPlanFn, kNumOps>;
+
+void register_elementwise_binary_kernels(KernelPlanTable& table);
+void register_elementwise_unary_kernels(KernelPlanTable& table);
+void register_creation_kernels(KernelPlanTable& table);
+
+const KernelPlanTable& kernel_plan_table();
+
+template <class T>
+void append_pod(std::vector<std::byte>& out, const T& value) {
+  const auto* p = reinterpret_cast<const std::byte*>(&value);
+  out.insert(out.end(), p, p + sizeof(T));
+}
+
+}  // namespace tg::vk

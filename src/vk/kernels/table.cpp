@@ -1,0 +1,17 @@
+// The Vulkan kernel table: every family file registers its launches here.
+#include "vk/kernels/kernels.h"
+
+namespace tg::vk {
+
+const KernelPlanTable& kernel_plan_table() {
+  static const KernelPlanTable table = [] {
+    KernelPlanTable t{};
+    register_elementwise_binary_kernels(t);
+    register_elementwise_unary_kernels(t);
+    register_creation_kernels(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace tg::vk

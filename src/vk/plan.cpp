@@ -1,0 +1,116 @@
+// The buffer plan: lifetimes from the node order, first-fit placement with alignment.
+#include "vk/plan.h"
+
+#include <algorithm>
+#include <map>
+
+#include "tensorgrad/ir/error.h"
+
+namespace tg::vk {
+
+namespace {
+
+std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
+
+std::string mib(std::uint64_t bytes) {
+  return std::to_string(bytes) + " bytes (" + std::to_string(bytes >> 20) + " MiB)";
+}
+
+// Live allocations ordered by offset; first fit walks the gaps between them.
+class FirstFit {
+ public:
+  explicit FirstFit(std::uint64_t alignment) : alignment_(alignment) {}
+
+  std::uint64_t allocate(std::uint64_t size) {
+    std::uint64_t candidate = 0;
+    for (const auto& [offset, len] : live_) {
+      if (candidate + size <= offset) break;
+      candidate = std::max(candidate, align_up(offset + len, alignment_));
+    }
+    live_.emplace(candidate, size);
+    end_ = std::max(end_, candidate + size);
+    return candidate;
+  }
+  void release(std::uint64_t offset) { live_.erase(offset); }
+  std::uint64_t end() const { return end_; }
+
+ private:
+  std::uint64_t alignment_;
+  std::map<std::uint64_t, std::uint64_t> live_;
+  std::uint64_t end_ = 0;
+};
+
+}  // namespace
+
+BufferPlan plan_buffers(const Graph& graph, const PlanLimits& limits, const PlanOptions& options) {
+  const std::uint64_t alignment = std::max<std::uint64_t>(4, limits.alignment);
+  const std::uint64_t guard = align_up(options.guard_bytes, 4);
+  const auto& values = graph.values();
+  const auto& nodes = graph.nodes();
+  const auto n_nodes = static_cast<std::int64_t>(nodes.size());
+
+  BufferPlan plan;
+  plan.guard_bytes = guard;
+  plan.slots.resize(values.size());
+  plan.live_from.assign(values.size(), -1);
+  plan.live_to.assign(values.size(), -1);
+
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    const auto out = static_cast<std::size_t>(nodes[n].output);
+    plan.live_from[out] = static_cast<std::int64_t>(n);
+    plan.live_to[out] = std::max(plan.live_to[out], static_cast<std::int64_t>(n));
+    for (ValueId v : nodes[n].inputs) {
+      auto& to = plan.live_to[static_cast<std::size_t>(v)];
+      to = std::max(to, static_cast<std::int64_t>(n));
+    }
+  }
+  for (const GraphInput& in : graph.inputs()) plan.live_to[static_cast<std::size_t>(in.value)] = n_nodes;
+  for (const GraphOutput& out : graph.outputs()) plan.live_to[static_cast<std::size_t>(out.value)] = n_nodes;
+
+  const std::uint64_t max_range = limits.max_storage_buffer_range;
+  for (std::size_t v = 0; v < values.size(); ++v) {
+    const auto elements = static_cast<std::uint64_t>(std::max<std::int64_t>(values[v].type.size(), 1));
+    ValueSlot& slot = plan.slots[v];
+    slot.bytes = elements * 4;
+    slot.guard_bytes = guard;
+    if (slot.bytes > max_range) {
+      throw Error("Vulkan buffer plan: value %" + std::to_string(v) + " (" + values[v].type.to_string() + ") of graph '" +
+                  graph.name() + "' needs " + mib(slot.bytes) + ", above maxStorageBufferRange " + mib(max_range) +
+                  " of " + limits.device);
+    }
+    plan.naive_bytes += align_up(slot.bytes + guard, alignment);
+  }
+
+  // Values by the step at which they come alive; at step s, values whose last use was before s are
+  // released first, then the step's new values are placed.
+  FirstFit heap(alignment);
+  std::vector<std::vector<ValueId>> born(static_cast<std::size_t>(n_nodes + 1));
+  std::vector<std::vector<ValueId>> dies(static_cast<std::size_t>(n_nodes + 3));
+  for (std::size_t v = 0; v < values.size(); ++v) {
+    if (values[v].producer == kNoNode && !graph.input_of_value(static_cast<ValueId>(v))) continue;
+    born[static_cast<std::size_t>(plan.live_from[v] + 1)].push_back(static_cast<ValueId>(v));
+    dies[static_cast<std::size_t>(plan.live_to[v] + 2)].push_back(static_cast<ValueId>(v));
+  }
+  for (std::int64_t step = 0; step <= n_nodes; ++step) {
+    // With guards, nothing is reused: a guard must keep its sentinel until check_guards() reads it.
+    if (guard == 0)
+      for (ValueId v : dies[static_cast<std::size_t>(step)]) heap.release(plan.slots[static_cast<std::size_t>(v)].offset);
+    for (ValueId v : born[static_cast<std::size_t>(step)]) {
+      ValueSlot& slot = plan.slots[static_cast<std::size_t>(v)];
+      slot.offset = heap.allocate(slot.bytes + guard);
+      slot.guard_offset = slot.offset + slot.bytes;
+    }
+  }
+  plan.total_bytes = align_up(std::max<std::uint64_t>(heap.end(), 4), 4);
+
+  const std::uint64_t max_total = std::min(limits.max_memory_allocation_size, max_range);
+  if (plan.total_bytes > max_total) {
+    throw Error("Vulkan buffer plan: graph '" + graph.name() + "' needs " + mib(plan.total_bytes) +
+                " of device memory, above the " + mib(max_total) +
+                " one buffer may hold on " + limits.device +
+                " (min of maxMemoryAllocationSize and maxStorageBufferRange); split the graph or use a larger device");
+  }
+  return plan;
+}
+
+}  // namespace tg::vk

@@ -1,0 +1,52 @@
+#pragma once
+// Internal: the static buffer plan of a compiled program. Every graph value gets a byte range in one
+// device buffer; a value whose last reader has run gives its memory back, and later values reuse it
+// (first fit, offsets aligned to minStorageBufferOffsetAlignment). Graph inputs and outputs stay
+// live for the whole program. Optional guard regions after every value hold a sentinel pattern the
+// executor can check after a run, to catch kernels writing past their output.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensorgrad/ir/graph.h"
+
+namespace tg::vk {
+
+struct PlanLimits {
+  std::uint64_t alignment = 4;                      // minStorageBufferOffsetAlignment (at least 4)
+  std::uint64_t max_storage_buffer_range = ~0ull;   // one binding's range
+  std::uint64_t max_memory_allocation_size = ~0ull;  // the whole buffer
+  std::string device;                               // for error messages
+};
+
+struct PlanOptions {
+  // Rounded up to a multiple of 4. Nonzero also turns memory reuse off (a debug mode, like a
+  // quarantine): every guard keeps its sentinel for the whole run, so all of them can be checked.
+  std::uint64_t guard_bytes = 0;
+};
+
+inline constexpr std::uint32_t k_guard_word = 0xDEADBEEFu;
+
+struct ValueSlot {
+  std::uint64_t offset = 0;
+  std::uint64_t bytes = 0;       // the payload: 4 bytes per element, at least 4
+  std::uint64_t guard_offset = 0;  // = offset + bytes
+  std::uint64_t guard_bytes = 0;
+};
+
+struct BufferPlan {
+  std::vector<ValueSlot> slots;  // indexed by ValueId
+  std::uint64_t total_bytes = 0;
+  std::uint64_t naive_bytes = 0;  // what one slot per value would have needed
+  std::uint64_t guard_bytes = 0;
+  // First and last node index (inclusive) at which each value must hold its data; inputs start at
+  // -1, outputs and inputs end at nodes().size().
+  std::vector<std::int64_t> live_from, live_to;
+};
+
+// Throws tg::Error, before anything is allocated, when one value's range exceeds
+// max_storage_buffer_range or the whole plan exceeds the smaller of the two limits (one buffer is
+// bound as a whole by Buffer today).
+BufferPlan plan_buffers(const Graph& graph, const PlanLimits& limits, const PlanOptions& options = {});
+
+}  // namespace tg::vk

@@ -1,0 +1,271 @@
+// The record-once executor (tg::vk::Program) on hand-built graphs of the elementwise family:
+// broadcasting, buffer reuse in chains, where on bool, comparisons, fills, guard regions, replay
+// determinism, input errors and unsupported ops. Under the validation layer (synchronization
+// validation included), so a missing barrier fails the test.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tensorgrad/tensorgrad.h"
+#include "tensorgrad/vk/executor.h"
+#include "vk/plan.h"
+#include "vk_test_support.h"
+
+namespace tg::vk {
+namespace {
+
+using testing::VkTest;
+
+HostTensor random_f32(Shape shape, std::uint32_t seed, float lo = -2.f, float hi = 2.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<std::size_t>(num_elements(shape)));
+  for (float& x : v) x = dist(rng);
+  return HostTensor::f32(std::move(shape), v);
+}
+
+// Vulkan against the interpreter in f32 mode: elementwise f32 arithmetic is correctly rounded on
+// both, transcendental functions are compared with a small relative bound.
+void expect_close(const TensorMap& got, const TensorMap& want, double rel = 0) {
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [name, w] : want) {
+    const HostTensor& g = got.at(name);
+    ASSERT_EQ(g.type, w.type) << name;
+    for (std::size_t i = 0; i < w.values.size(); ++i) {
+      const double tol = rel * std::max(1.0, std::fabs(w.values[i]));
+      EXPECT_NEAR(g.values[i], w.values[i], tol) << name << "[" << i << "]";
+    }
+  }
+}
+
+TEST_F(VkTest, ExecutorBroadcastAdd) {
+  auto ctx = make_context();
+  GraphBuilder b("bcast");
+  TracingScope scope(b);
+  Tensor x = b.input("x", {DType::f32, {4, 1, 3}});
+  Tensor y = b.input("y", {DType::f32, {5, 1}});
+  Tensor s = b.input("s", {DType::f32, {}});
+  b.output("z", add(x, y));              // [4,5,3]
+  b.output("w", mul(sub(x, s), y));      // scalar operand
+  b.output("q", div(maximum(x, y), 3.f));
+  const Graph g = b.take();
+  Program program(ctx, g);
+  const TensorMap in{{"x", random_f32({4, 1, 3}, 1)}, {"y", random_f32({5, 1}, 2)}, {"s", random_f32({}, 3)}};
+  expect_close(program.run(in), interpret(g, in, {.compute = ComputeType::f32}).outputs);
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+TEST_F(VkTest, ExecutorChainReusesBuffersAndKeepsGuardsIntact) {
+  auto ctx = make_context();
+  GraphBuilder b("chain");
+  TracingScope scope(b);
+  Tensor x = b.input("x", {DType::f32, {37, 29}});
+  Tensor h = x;
+  for (int i = 0; i < 12; ++i) h = (i % 3 == 0) ? tanh(h) : (i % 3 == 1 ? add(h, x) : mul(h, 0.5f));
+  b.output("y", h);
+  b.output("r", relu(sigmoid(h)));
+  const Graph g = b.take();
+  const TensorMap in{{"x", random_f32({37, 29}, 4)}};
+  const TensorMap want = interpret(g, in, {.compute = ComputeType::f32}).outputs;
+  Program program(ctx, g);
+  EXPECT_LT(program.stats().device_bytes, program.stats().unshared_bytes / 2) << "dead values should share memory";
+  EXPECT_GT(program.stats().barriers, 0u);
+  EXPECT_LE(program.stats().barriers, program.stats().dispatches);
+  expect_close(program.run(in), want, 1e-5);
+  // Guards (which turn reuse off) stay intact under correct kernels.
+  Program guarded(ctx, g, {.guard_bytes = 256});
+  EXPECT_GT(guarded.stats().device_bytes, program.stats().unshared_bytes - 64);  // no reuse
+  expect_close(guarded.run(in), want, 1e-5);
+  EXPECT_TRUE(guarded.check_guards().empty()) << testing::join_lines(guarded.check_guards());
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+TEST_F(VkTest, ExecutorWhereComparisonsAndFills) {
+  auto ctx = make_context();
+  GraphBuilder b("select");
+  TracingScope scope(b);
+  Tensor x = b.input("x", {DType::f32, {3, 4}});
+  Tensor y = b.input("y", {DType::f32, {4}});
+  Tensor c = b.input("c", {DType::boolean, {3, 1}});
+  Tensor i = b.input("i", {DType::i32, {3, 4}});
+  b.output("lt", less(x, y));
+  b.output("gt", greater(x, 0.f));
+  b.output("eq", equal(x, x));
+  b.output("sel", where(c, x, y));
+  b.output("seli", where(less(x, y), i, full({3, 4}, -7, DType::i32)));
+  b.output("ones", add(ones({2, 2}), zeros({2})));
+  b.output("clamped", clamp(x, -0.5, 0.25));
+  b.output("sg", stop_gradient(i));
+  const Graph g = b.take();
+  Program program(ctx, g);
+  const TensorMap in{{"x", random_f32({3, 4}, 5)},
+                     {"y", random_f32({4}, 6)},
+                     {"c", HostTensor::of({DType::boolean, {3, 1}}, {1, 0, 1})},
+                     {"i", HostTensor::i32({3, 4}, {1, -2, 3, -4, 5, 1 << 30, 7, 8, -9, 10, 11, 12})}};
+  expect_close(program.run(in), interpret(g, in, {.compute = ComputeType::f32}).outputs);
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+TEST_F(VkTest, ExecutorUnaryFamilyMatchesInterpreter) {
+  auto ctx = make_context();
+  GraphBuilder b("unary");
+  TracingScope scope(b);
+  Tensor x = b.input("x", {DType::f32, {1000}});
+  Tensor p = b.input("p", {DType::f32, {1000}});
+  b.output("neg", neg(x));
+  b.output("abs", abs(x));
+  b.output("square", square(x));
+  b.output("sqrt", sqrt(p));
+  b.output("rsqrt", rsqrt(p));
+  b.output("exp", exp(x));
+  b.output("log", log(p));
+  b.output("sin", sin(x));
+  b.output("cos", cos(x));
+  b.output("tanh", tanh(mul(x, 30.f)));
+  b.output("sigmoid", sigmoid(mul(x, 50.f)));
+  b.output("gelu", gelu(x));
+  b.output("silu", silu(x));
+  const Graph g = b.take();
+  Program program(ctx, g);
+  const TensorMap in{{"x", random_f32({1000}, 7, -4.f, 4.f)}, {"p", random_f32({1000}, 8, 0.01f, 10.f)}};
+  expect_close(program.run(in), interpret(g, in, {.compute = ComputeType::f32}).outputs, 2e-6);
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+TEST_F(VkTest, ExecutorRunsTwiceWithTheSameBitsAndPicksUpNewInputs) {
+  auto ctx = make_context();
+  GraphBuilder b("twice");
+  TracingScope scope(b);
+  Tensor x = b.input("x", {DType::f32, {1000, 7}});
+  Tensor y = b.input("y", {DType::f32, {1}});
+  b.output("z", add(mul(x, y), exp(x)));
+  const Graph g = b.take();
+  Program program(ctx, g);
+  TensorMap in{{"x", random_f32({1000, 7}, 9)}, {"y", random_f32({1}, 10)}};
+  const TensorMap first = program.run(in);
+  const TensorMap second = program.run(in);
+  EXPECT_EQ(first.at("z").values, second.at("z").values);
+  expect_close(first, interpret(g, in, {.compute = ComputeType::f32}).outputs, 1e-6);
+  in["y"] = HostTensor::f32({1}, {0.f});
+  expect_close(program.run(in), interpret(g, in, {.compute = ComputeType::f32}).outputs, 1e-6);
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+TEST_F(VkTest, ExecutorGridStrideCoversMoreThan65535Workgroups) {
+  auto ctx = make_context();
+  GraphBuilder b("large");
+  TracingScope scope(b);
+  // 65535 workgroups of 256 cover 16,776,960 elements: the shader's grid-stride loop covers the rest.
+  // (Two values of this size just fit lavapipe's 128 MiB maxStorageBufferRange.)
+  constexpr std::int64_t n = 16'777'000;
+  Tensor x = b.input("x", {DType::f32, {n}});
+  b.output("z", neg(x));
+  const Graph g = b.take();
+  Program program(ctx, g);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 1000);
+  const TensorMap out = program.run({{"x", HostTensor::f32({n}, v)}});
+  const auto& z = out.at("z").values;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (z[i] != -static_cast<double>(v[i])) {
+      ADD_FAILURE() << "z[" << i << "] = " << z[i];
+      break;
+    }
+  }
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+TEST_F(VkTest, ExecutorInputErrorsNameTheInput) {
+  auto ctx = make_context();
+  GraphBuilder b("errs");
+  TracingScope scope(b);
+  Tensor x = b.input("x", {DType::f32, {2}});
+  b.output("y", neg(x));
+  const Graph g = b.take();
+  Program program(ctx, g);
+  const auto message = [&](const TensorMap& in) {
+    try {
+      program.run(in);
+    } catch (const RuntimeError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({}).find("missing input 'x'"), std::string::npos) << message({});
+  const TensorMap extra{{"x", HostTensor::f32({2}, {1, 2})}, {"bogus", HostTensor::f32({2}, {1, 2})}};
+  EXPECT_NE(message(extra).find("no input named 'bogus'"), std::string::npos);
+  const TensorMap misshapen{{"x", HostTensor::f32({3}, {1, 2, 3})}};
+  EXPECT_NE(message(misshapen).find("input 'x' expects f32[2]"), std::string::npos) << message(misshapen);
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+TEST_F(VkTest, ExecutorRefusesOpsWithoutAKernel) {
+  auto ctx = make_context();
+  GraphBuilder b("unsupported");
+  TracingScope scope(b);
+  Tensor x = b.input("x", {DType::f32, {2, 3}});
+  b.output("y", sum(neg(x)));
+  const Graph g = b.take();
+  try {
+    Program program(ctx, g);
+    FAIL() << "compiled a graph with sum";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no kernel for op 'sum'"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(has_kernel(OpId::Add));
+  EXPECT_FALSE(has_kernel(OpId::Matmul));
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+// The plan alone (no device): reuse, alignment, live inputs/outputs, limits.
+TEST(VkPlan, ReusesDeadValuesKeepsInputsAndOutputsAndRespectsAlignment) {
+  GraphBuilder b("plan");
+  TracingScope scope(b);
+  Tensor x = b.input("x", {DType::f32, {100}});
+  Tensor h = exp(x);
+  h = exp(h);
+  h = exp(h);
+  h = exp(h);
+  b.output("y", h);
+  const Graph g = b.take();
+  const BufferPlan plan = plan_buffers(g, {.alignment = 64});
+  for (const ValueSlot& s : plan.slots) {
+    EXPECT_EQ(s.offset % 64, 0u);
+    EXPECT_EQ(s.bytes, 400u);
+  }
+  const auto overlap = [&](ValueId a, ValueId c) {
+    const ValueSlot &p = plan.slots[static_cast<std::size_t>(a)], &q = plan.slots[static_cast<std::size_t>(c)];
+    return p.offset < q.offset + q.bytes && q.offset < p.offset + p.bytes;
+  };
+  // Values alive at the same time never overlap.
+  for (ValueId a = 0; a < static_cast<ValueId>(plan.slots.size()); ++a)
+    for (ValueId c = a + 1; c < static_cast<ValueId>(plan.slots.size()); ++c) {
+      const bool both_live = plan.live_from[static_cast<std::size_t>(a)] <= plan.live_to[static_cast<std::size_t>(c)] &&
+                             plan.live_from[static_cast<std::size_t>(c)] <= plan.live_to[static_cast<std::size_t>(a)];
+      if (both_live) {
+        EXPECT_FALSE(overlap(a, c)) << a << " " << c;
+      }
+    }
+  // x (input) stays; at most two of the four exps are live at once, so three slots instead of five.
+  EXPECT_EQ(plan.total_bytes, 2 * 448u + 400u);
+  EXPECT_EQ(plan.naive_bytes, 5 * 448u);
+  const BufferPlan guarded = plan_buffers(g, {.alignment = 64}, {.guard_bytes = 100});
+  for (const ValueSlot& s : guarded.slots) {
+    EXPECT_EQ(s.guard_offset, s.offset + 400);
+    EXPECT_EQ(s.guard_bytes, 100u);
+  }
+  EXPECT_EQ(guarded.total_bytes, 4 * 512u + 500u);  // no reuse with guards
+  EXPECT_THROW(plan_buffers(g, {.max_storage_buffer_range = 399, .device = "tiny"}), Error);
+  try {
+    plan_buffers(g, {.max_memory_allocation_size = 1000, .device = "tiny"});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tiny"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tg::vk
