@@ -146,10 +146,11 @@ struct Program::Impl {
       if (graph.type(graph.inputs()[i].value).size() > 0) copies.push_back({in_offsets[i], s.offset, s.bytes});
     }
     if (!copies.empty()) {
-      vkCmdCopyBuffer(c, staging_in.handle(), device.handle(), static_cast<std::uint32_t>(copies.size()), copies.data());
+      vkCmdCopyBuffer(c, staging_in.handle(), device.handle(), static_cast<std::uint32_t>(copies.size()),
+                      copies.data());
     }
-    memory_barrier(c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    memory_barrier(c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 
     // Ranges written and read by dispatches since the last barrier.
     std::vector<Range> written, read;
@@ -180,8 +181,8 @@ struct Program::Impl {
       read.insert(read.end(), reads.begin(), reads.end());
       const VkDescriptorSet set = pool->allocate(pipeline, bindings);
       const std::uint64_t wanted = (l.items + l.group_size - 1) / l.group_size;
-      const auto groups = static_cast<std::uint32_t>(
-          std::min<std::uint64_t>({wanted, info.max_compute_work_group_count[0], 65535}));
+      const auto groups =
+          static_cast<std::uint32_t>(std::min<std::uint64_t>({wanted, info.max_compute_work_group_count[0], 65535}));
       record_dispatch(c, pipeline, set, l.push, {groups, 1, 1});
       ++stats.dispatches;
     }
@@ -257,10 +258,11 @@ struct Program::Impl {
       for (std::uint64_t b = s.guard_offset; b < s.guard_offset + s.guard_bytes; b += 4) {
         if (words[b / 4] != k_guard_word) {
           const NodeId producer = graph.value(static_cast<ValueId>(v)).producer;
-          problems.push_back("guard after value %" + std::to_string(v) + " (" + graph.type(static_cast<ValueId>(v)).to_string() +
-                             (producer == kNoNode ? std::string(", a graph input")
-                                                  : ", written by '" + std::string(op_name(graph.node(producer).op)) + "'") +
-                             ") overwritten at byte " + std::to_string(b - s.guard_offset));
+          problems.push_back(
+              "guard after value %" + std::to_string(v) + " (" + graph.type(static_cast<ValueId>(v)).to_string() +
+              (producer == kNoNode ? std::string(", a graph input")
+                                   : ", written by '" + std::string(op_name(graph.node(producer).op)) + "'") +
+              ") overwritten at byte " + std::to_string(b - s.guard_offset));
           break;
         }
       }

@@ -74,9 +74,9 @@ BufferPlan plan_buffers(const Graph& graph, const PlanLimits& limits, const Plan
     slot.bytes = elements * 4;
     slot.guard_bytes = guard;
     if (slot.bytes > max_range) {
-      throw Error("Vulkan buffer plan: value %" + std::to_string(v) + " (" + values[v].type.to_string() + ") of graph '" +
-                  graph.name() + "' needs " + mib(slot.bytes) + ", above maxStorageBufferRange " + mib(max_range) +
-                  " of " + limits.device);
+      throw Error("Vulkan buffer plan: value %" + std::to_string(v) + " (" + values[v].type.to_string() +
+                  ") of graph '" + graph.name() + "' needs " + mib(slot.bytes) + ", above maxStorageBufferRange " +
+                  mib(max_range) + " of " + limits.device);
     }
     plan.naive_bytes += align_up(slot.bytes + guard, alignment);
   }
@@ -94,7 +94,8 @@ BufferPlan plan_buffers(const Graph& graph, const PlanLimits& limits, const Plan
   for (std::int64_t step = 0; step <= n_nodes; ++step) {
     // With guards, nothing is reused: a guard must keep its sentinel until check_guards() reads it.
     if (guard == 0)
-      for (ValueId v : dies[static_cast<std::size_t>(step)]) heap.release(plan.slots[static_cast<std::size_t>(v)].offset);
+      for (ValueId v : dies[static_cast<std::size_t>(step)])
+        heap.release(plan.slots[static_cast<std::size_t>(v)].offset);
     for (ValueId v : born[static_cast<std::size_t>(step)]) {
       ValueSlot& slot = plan.slots[static_cast<std::size_t>(v)];
       slot.offset = heap.allocate(slot.bytes + guard);
@@ -106,8 +107,7 @@ BufferPlan plan_buffers(const Graph& graph, const PlanLimits& limits, const Plan
   const std::uint64_t max_total = std::min(limits.max_memory_allocation_size, max_range);
   if (plan.total_bytes > max_total) {
     throw Error("Vulkan buffer plan: graph '" + graph.name() + "' needs " + mib(plan.total_bytes) +
-                " of device memory, above the " + mib(max_total) +
-                " one buffer may hold on " + limits.device +
+                " of device memory, above the " + mib(max_total) + " one buffer may hold on " + limits.device +
                 " (min of maxMemoryAllocationSize and maxStorageBufferRange); split the graph or use a larger device");
   }
   return plan;

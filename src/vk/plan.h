@@ -13,10 +13,10 @@
 namespace tg::vk {
 
 struct PlanLimits {
-  std::uint64_t alignment = 4;                      // minStorageBufferOffsetAlignment (at least 4)
-  std::uint64_t max_storage_buffer_range = ~0ull;   // one binding's range
+  std::uint64_t alignment = 4;                       // minStorageBufferOffsetAlignment (at least 4)
+  std::uint64_t max_storage_buffer_range = ~0ull;    // one binding's range
   std::uint64_t max_memory_allocation_size = ~0ull;  // the whole buffer
-  std::string device;                               // for error messages
+  std::string device;                                // for error messages
 };
 
 struct PlanOptions {
@@ -29,7 +29,7 @@ inline constexpr std::uint32_t k_guard_word = 0xDEADBEEFu;
 
 struct ValueSlot {
   std::uint64_t offset = 0;
-  std::uint64_t bytes = 0;       // the payload: 4 bytes per element, at least 4
+  std::uint64_t bytes = 0;         // the payload: 4 bytes per element, at least 4
   std::uint64_t guard_offset = 0;  // = offset + bytes
   std::uint64_t guard_bytes = 0;
 };

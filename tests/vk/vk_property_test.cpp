@@ -41,7 +41,8 @@ TEST_F(VkTest, RandomElementwiseGraphsMatchTheF64Oracle) {
         const auto steps = *tg::testing::gen_recipe(ops.size(), 8);
         const tg::testing::GraphCase c = tg::testing::build_graph(steps, ops);
         RC_PRE(!c.graph.nodes().empty());
-        const InterpResult oracle = interpret(c.graph, c.inputs, {.compute = ComputeType::f64, .keep_all_values = true});
+        const InterpResult oracle =
+            interpret(c.graph, c.inputs, {.compute = ComputeType::f64, .keep_all_values = true});
         // Half the cases with guards (no memory reuse), half without (reuse and its barriers).
         const bool guarded = *rc::gen::arbitrary<bool>();
         Program program(ctx, c.graph, {.guard_bytes = guarded ? 64u : 0u});

@@ -25,9 +25,9 @@ struct ProgramOptions {
 
 struct ProgramStats {
   std::size_t dispatches = 0;
-  std::size_t barriers = 0;            // compute->compute barriers between dispatches
-  std::uint64_t device_bytes = 0;      // the planned device buffer
-  std::uint64_t unshared_bytes = 0;    // what it would be without memory reuse
+  std::size_t barriers = 0;          // compute->compute barriers between dispatches
+  std::uint64_t device_bytes = 0;    // the planned device buffer
+  std::uint64_t unshared_bytes = 0;  // what it would be without memory reuse
 };
 
 class Program {

@@ -4,8 +4,8 @@
 #include <numeric>
 
 #include "../parallel.h"
-#include "families.h"
 #include "broadcast_indexer.h"
+#include "families.h"
 
 namespace tg::interp {
 

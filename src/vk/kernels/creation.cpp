@@ -14,9 +14,9 @@ KernelLaunch fill(const Graph& graph, const Node& node, double value) {
   struct {
     std::uint32_t n;
     std::uint32_t word;
-  } push{static_cast<std::uint32_t>(type.size()),
-         is_float(type.dtype) ? std::bit_cast<std::uint32_t>(static_cast<float>(value))
-                              : static_cast<std::uint32_t>(static_cast<std::int32_t>(value))};
+  } push{static_cast<std::uint32_t>(type.size()), is_float(type.dtype)
+                                                      ? std::bit_cast<std::uint32_t>(static_cast<float>(value))
+                                                      : static_cast<std::uint32_t>(static_cast<std::int32_t>(value))};
   KernelLaunch launch;
   launch.shader = "creation";
   launch.bindings = {node.output};

@@ -52,10 +52,10 @@ KernelLaunch plan_broadcast(const Graph& graph, const Node& node, BinaryOp op) {
   for (std::size_t d = 0; d < rank; ++d) {
     if (extents[d] == 1) continue;
     const bool mergeable = !e2.empty() && [&] {
-                             for (std::size_t j = 0; j < k; ++j)
-                               if (s2[j].back() != strides[j][d] * extents[d]) return false;
-                             return true;
-                           }();
+      for (std::size_t j = 0; j < k; ++j)
+        if (s2[j].back() != strides[j][d] * extents[d]) return false;
+      return true;
+    }();
     if (mergeable) {
       e2.back() *= extents[d];
       for (std::size_t j = 0; j < k; ++j) s2[j].back() = strides[j][d];

@@ -14,7 +14,22 @@ struct UnaryPush {
 };
 
 enum UnaryOp : std::uint32_t {
-  neg, abs_, square, sqrt_, rsqrt, exp_, log_, sin_, cos_, tanh_, sigmoid, relu, gelu, silu, clamp, copy
+  neg,
+  abs_,
+  square,
+  sqrt_,
+  rsqrt,
+  exp_,
+  log_,
+  sin_,
+  cos_,
+  tanh_,
+  sigmoid,
+  relu,
+  gelu,
+  silu,
+  clamp,
+  copy
 };
 
 template <UnaryOp Op>

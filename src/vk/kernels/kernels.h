@@ -29,6 +29,11 @@ using KernelPlanTable = std::array<KernelPlanFn, kNumOps>;
 void register_elementwise_binary_kernels(KernelPlanTable& table);
 void register_elementwise_unary_kernels(KernelPlanTable& table);
 void register_creation_kernels(KernelPlanTable& table);
+void register_layout_kernels(KernelPlanTable& table);
+void register_structure_kernels(KernelPlanTable& table);
+void register_reduce_kernels(KernelPlanTable& table);
+void register_softmax_kernels(KernelPlanTable& table);
+void register_matmul_kernels(KernelPlanTable& table);
 
 const KernelPlanTable& kernel_plan_table();
 

@@ -9,6 +9,11 @@ const KernelPlanTable& kernel_plan_table() {
     register_elementwise_binary_kernels(t);
     register_elementwise_unary_kernels(t);
     register_creation_kernels(t);
+    register_layout_kernels(t);
+    register_structure_kernels(t);
+    register_reduce_kernels(t);
+    register_softmax_kernels(t);
+    register_matmul_kernels(t);
     return t;
   }();
   return table;

@@ -1,0 +1,146 @@
+#version 450
+// The reduce family: sum, mean, max, min over any set of axes and argmax, argmin over one axis,
+// the op chosen by a push constant (uniform across the dispatch). No permute is materialized: the
+// host merges adjacent axes of the same kind (kept or reduced) and passes, per kind, extents and
+// input strides, so an output element's slice is addressed directly.
+//
+// Two modes, fixed per launch by the host, both deterministic (no atomics, fixed combine order):
+//   mode 0: one workgroup per output element. Invocation l folds reduced indices l, l+256, ...
+//           in increasing order in fp32, then a fixed-shape shared-memory tree (128, 64, ..., 1)
+//           combines the 256 partials; the result never depends on subgroup size or scheduling.
+//           Workgroups loop grid-stride over output elements (rows > 65535).
+//   mode 1: one invocation per output element, folding its slice sequentially in index order
+//           (short reductions, where a workgroup per element would leave most lanes idle).
+// Max/min propagate NaN; argmax/argmin return the first index of the extremum, the first NaN
+// winning over everything (as the interpreter and np.argmax). Output words: f32 bits or int32.
+
+layout(local_size_x = 256) in;
+const uint WG = 256;
+const uint MAX_RANK = 6;
+
+layout(push_constant) uniform Push {
+  uint op;
+  uint mode;
+  uint rows;       // output elements
+  uint count;      // reduced elements per output element
+  uint kept_rank;  // merged kept axes (row-major order = output order)
+  uint red_rank;   // merged reduced axes
+  uint pad0;
+  uint pad1;
+  uint kept_dims[MAX_RANK];
+  uint kept_strides[MAX_RANK];
+  uint red_dims[MAX_RANK];
+  uint red_strides[MAX_RANK];
+} pc;
+
+layout(std430, set = 0, binding = 0) readonly buffer In { float x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Out { uint outv[]; };
+
+const uint OP_SUM = 0, OP_MEAN = 1, OP_MAX = 2, OP_MIN = 3, OP_ARGMAX = 4, OP_ARGMIN = 5;
+const uint NONE = 0xffffffffu;
+
+shared float s_val[WG];
+shared uint s_idx[WG];
+
+uint kept_offset(uint o) {
+  uint off = 0;
+  for (int d = int(pc.kept_rank) - 1; d >= 0; --d) {
+    const uint e = pc.kept_dims[d];
+    const uint q = o / e;
+    off += (o - q * e) * pc.kept_strides[d];
+    o = q;
+  }
+  return off;
+}
+
+uint red_offset(uint r) {
+  if (pc.red_rank <= 1u) return r * pc.red_strides[0];
+  uint off = 0;
+  for (int d = int(pc.red_rank) - 1; d >= 0; --d) {
+    const uint e = pc.red_dims[d];
+    const uint q = r / e;
+    off += (r - q * e) * pc.red_strides[d];
+    r = q;
+  }
+  return off;
+}
+
+float init_value() {
+  if (pc.op == OP_MAX) return uintBitsToFloat(0xff800000u);  // -inf
+  if (pc.op == OP_MIN) return uintBitsToFloat(0x7f800000u);  // +inf
+  return 0.0;
+}
+
+// Whether (vb, ib) replaces (va, ia) as the arg-extremum: NONE loses, the first NaN wins, else the
+// strictly better value, ties to the smaller index.
+bool arg_takes(float va, uint ia, float vb, uint ib) {
+  if (ib == NONE) return false;
+  if (ia == NONE) return true;
+  const bool na = isnan(va), nb = isnan(vb);
+  if (na || nb) return (na && nb) ? ib < ia : nb;
+  if (vb == va) return ib < ia;
+  return pc.op == OP_ARGMAX ? vb > va : vb < va;
+}
+
+// Folds (vb, ib) into (va, ia); for sum/mean/max/min only the value matters.
+void fold(inout float va, inout uint ia, float vb, uint ib) {
+  switch (pc.op) {
+    case OP_SUM:
+    case OP_MEAN: va = va + vb; break;
+    case OP_MAX: va = (vb > va || isnan(vb)) ? vb : va; break;
+    case OP_MIN: va = (vb < va || isnan(vb)) ? vb : va; break;
+    default:
+      if (arg_takes(va, ia, vb, ib)) {
+        va = vb;
+        ia = ib;
+      }
+      break;
+  }
+}
+
+void write_result(uint row, float v, uint idx) {
+  if (pc.op == OP_ARGMAX || pc.op == OP_ARGMIN) {
+    outv[row] = idx;
+  } else if (pc.op == OP_MEAN) {
+    outv[row] = floatBitsToUint(pc.count == 0u ? uintBitsToFloat(0x7fc00000u) : v / float(pc.count));
+  } else {
+    outv[row] = floatBitsToUint(v);
+  }
+}
+
+void main() {
+  if (pc.mode == 1u) {
+    const uint step = gl_NumWorkGroups.x * WG;
+    for (uint row = gl_GlobalInvocationID.x; row < pc.rows; row += step) {
+      const uint base = kept_offset(row);
+      float acc = init_value();
+      uint idx = NONE;
+      for (uint r = 0; r < pc.count; ++r) fold(acc, idx, x[base + red_offset(r)], r);
+      write_result(row, acc, idx);
+    }
+    return;
+  }
+
+  const uint lid = gl_LocalInvocationID.x;
+  for (uint row = gl_WorkGroupID.x; row < pc.rows; row += gl_NumWorkGroups.x) {
+    const uint base = kept_offset(row);
+    float acc = init_value();
+    uint idx = NONE;
+    for (uint r = lid; r < pc.count; r += WG) fold(acc, idx, x[base + red_offset(r)], r);
+    s_val[lid] = acc;
+    s_idx[lid] = idx;
+    barrier();
+    for (uint s = WG / 2; s > 0; s >>= 1) {
+      if (lid < s) {
+        float va = s_val[lid];
+        uint ia = s_idx[lid];
+        fold(va, ia, s_val[lid + s], s_idx[lid + s]);
+        s_val[lid] = va;
+        s_idx[lid] = ia;
+      }
+      barrier();
+    }
+    if (lid == 0u) write_result(row, s_val[0], s_idx[0]);
+    barrier();  // s_val[0] is read before the next row overwrites it
+  }
+}

@@ -1,0 +1,104 @@
+#version 450
+// sum_to_shape: each output element is the f32 sum of its preimage in the interpreter's order, so
+// the bits match tg::interpret in f32 mode and never depend on scheduling: terms in row-major
+// order of the summed axes (the last summed axis fastest); a preimage of at most BLOCK terms is
+// summed by one invocation, a longer one by one workgroup whose invocations each sum fixed blocks
+// of BLOCK terms, the block partials then added in block order by invocation 0 (the interpreter's
+// deterministic_sum). Summed axes are the input's leading extra axes and the axes the target has
+// as 1; the host drops extent-1 axes, merges adjacent contiguous ones (keeping the order), and
+// right-aligns them in 6 slots (unused slots: extent 1, stride 0).
+//
+// No loop here walks the summed axes: the carry is straight-line code and the term loop is
+// unrolled by 4, because lavapipe (llvmpipe) ends every loop of an invocation once 65535 loop
+// iterations in total have run.
+
+layout(local_size_x = 256) in;
+
+const uint MAX_RANK = 6;
+const uint BLOCK = 4096u;
+layout(push_constant) uniform Push {
+  uint n;         // output elements
+  uint out_rank;  // kept axes after collapsing, 0..6
+  uint unused;
+  uint len;       // preimage length (product of sum_dims; 0 when a summed axis is empty)
+  uint out_dims[MAX_RANK];
+  uint start_strides[MAX_RANK];  // input stride per kept axis
+  uint sum_dims[MAX_RANK];       // right-aligned: slot 5 is the innermost summed axis
+  uint sum_strides[MAX_RANK];
+} pc;
+
+layout(std430, set = 0, binding = 0) readonly buffer In { float inv[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Out { float outv[]; };
+
+shared float partial[256];
+
+#define D(k) pc.sum_dims[k]
+#define S(k) pc.sum_strides[k]
+// Adds the term at `off`, then advances (c0..c5, off) to the next term in row-major order.
+#define TERM()                                                                     \
+  acc += off < size ? inv[off] : 0.0;                                              \
+  ++c5; off += S(5);                                                               \
+  if (c5 == D(5)) { c5 = 0u; off -= D(5) * S(5); ++c4; off += S(4);                \
+    if (c4 == D(4)) { c4 = 0u; off -= D(4) * S(4); ++c3; off += S(3);              \
+      if (c3 == D(3)) { c3 = 0u; off -= D(3) * S(3); ++c2; off += S(2);            \
+        if (c2 == D(2)) { c2 = 0u; off -= D(2) * S(2); ++c1; off += S(1);          \
+          if (c1 == D(1)) { c1 = 0u; off -= D(1) * S(1); ++c0; off += S(0); } } } } }
+
+// Terms [from, to) of the preimage starting at input element `start`, added in order.
+float sum_range(uint start, uint from, uint to) {
+  const uint size = uint(inv.length());
+  uint rest = from;
+  const uint c5_ = rest % D(5); rest /= D(5);
+  const uint c4_ = rest % D(4); rest /= D(4);
+  const uint c3_ = rest % D(3); rest /= D(3);
+  const uint c2_ = rest % D(2); rest /= D(2);
+  const uint c1_ = rest % D(1); rest /= D(1);
+  uint c5 = c5_, c4 = c4_, c3 = c3_, c2 = c2_, c1 = c1_, c0 = rest;
+  uint off = start + c0 * S(0) + c1 * S(1) + c2 * S(2) + c3 * S(3) + c4 * S(4) + c5 * S(5);
+  float acc = 0.0;
+  uint r = from;
+  for (; r + 4u <= to; r += 4u) {
+    TERM() TERM() TERM() TERM()
+  }
+  for (; r < to; ++r) {
+    TERM()
+  }
+  return acc;
+}
+
+uint start_of(uint o) {
+  uint start = 0u;
+  for (int d = int(pc.out_rank) - 1; d >= 0; --d) {
+    const uint extent = pc.out_dims[d];
+    const uint q = o / extent;
+    start += (o - q * extent) * pc.start_strides[d];
+    o = q;
+  }
+  return start;
+}
+
+void main() {
+  if (pc.len <= BLOCK) {
+    const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    for (uint o = gl_GlobalInvocationID.x; o < pc.n; o += step) outv[o] = sum_range(start_of(o), 0u, pc.len);
+    return;
+  }
+  // One workgroup per output (uniform control flow around the barriers).
+  const uint lid = gl_LocalInvocationID.x;
+  const uint blocks = (pc.len + BLOCK - 1u) / BLOCK;
+  for (uint o = gl_WorkGroupID.x; o < pc.n; o += gl_NumWorkGroups.x) {
+    const uint start = start_of(o);
+    float total = 0.0;
+    for (uint b0 = 0u; b0 < blocks; b0 += 256u) {
+      const uint b = b0 + lid;
+      partial[lid] = b < blocks ? sum_range(start, b * BLOCK, min(pc.len, (b + 1u) * BLOCK)) : 0.0;
+      barrier();
+      if (lid == 0u) {
+        const uint m = min(256u, blocks - b0);
+        for (uint k = 0u; k < m; ++k) total += partial[k];
+      }
+      barrier();
+    }
+    if (lid == 0u) outv[o] = total;
+  }
+}

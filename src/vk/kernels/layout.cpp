@@ -1,0 +1,211 @@
+// Launches of the layout family: reshape, permute, swap_axes and broadcast_to are one strided copy
+// (shaders/layout.comp: per-axis output dims and input strides, up to 6 axes after collapsing);
+// sum_to_shape adds each output's preimage in the interpreter's fixed order, so it gives the same
+// f32 bits (shaders/sum_to_shape.comp); arange (creation family) fills out[i] = i
+// (shaders/arange.comp). Data movement copies raw 32-bit words, so it serves every dtype.
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+#include "tensorgrad/ir/error.h"
+#include "vk/kernels/kernels.h"
+
+namespace tg::vk {
+
+namespace {
+
+constexpr std::size_t kMaxRank = 6;
+
+struct GatherPush {
+  std::uint32_t n = 0;
+  std::uint32_t rank = 0;
+  std::uint32_t base = 0;
+  std::uint32_t pad0 = 0;
+  std::uint32_t dims[kMaxRank] = {};
+  std::uint32_t strides[kMaxRank] = {};
+};
+static_assert(sizeof(GatherPush) == 64);
+
+struct Axes {
+  std::vector<std::int64_t> dims, strides;
+};
+
+// Drops extent-1 axes and merges axis d into the one before it where the input continues
+// contiguously (stride_prev == stride_d * dim_d); the row-major order of the output is kept.
+Axes collapse(const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& strides) {
+  Axes a;
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] == 1) continue;
+    if (!a.dims.empty() && a.strides.back() == strides[d] * dims[d]) {
+      a.dims.back() *= dims[d];
+      a.strides.back() = strides[d];
+    } else {
+      a.dims.push_back(dims[d]);
+      a.strides.push_back(strides[d]);
+    }
+  }
+  return a;
+}
+
+std::string too_many_axes(const Graph& graph, const Node& node, std::size_t rank) {
+  return "Vulkan kernel for '" + std::string(op_name(node.op)) + "': output " + graph.type(node.output).to_string() +
+         " needs " + std::to_string(rank) + " strided axes after collapsing, above the " + std::to_string(kMaxRank) +
+         " the shader supports";
+}
+
+// out[i] = in[sum_d coord_d(i) * strides[d]] over the output's row-major coordinates.
+KernelLaunch gather(const Graph& graph, const Node& node, const std::vector<std::int64_t>& dims,
+                    const std::vector<std::int64_t>& strides) {
+  const Axes a = collapse(dims, strides);
+  GatherPush push;
+  push.n = static_cast<std::uint32_t>(graph.type(node.output).size());
+  const bool contiguous = a.dims.size() == 1 && a.strides[0] == 1;
+  if (!contiguous) {
+    if (a.dims.size() > kMaxRank) throw Error(too_many_axes(graph, node, a.dims.size()));
+    push.rank = static_cast<std::uint32_t>(a.dims.size());
+    for (std::size_t d = 0; d < a.dims.size(); ++d) {
+      push.dims[d] = static_cast<std::uint32_t>(a.dims[d]);
+      push.strides[d] = static_cast<std::uint32_t>(a.strides[d]);
+    }
+    // rank 0 after collapsing with n elements means every axis had extent 1: a one-word copy.
+  }
+  KernelLaunch launch;
+  launch.shader = "layout";
+  launch.bindings = {node.inputs[0], node.output};
+  append_pod(launch.push, push);
+  launch.items = push.n;
+  return launch;
+}
+
+KernelLaunch reshape(const Graph& graph, const Node& node) {
+  const auto n = graph.type(node.output).size();
+  return gather(graph, node, {n}, {1});
+}
+
+KernelLaunch permute_by(const Graph& graph, const Node& node, const std::vector<std::int64_t>& perm) {
+  const Shape& in = graph.type(node.inputs[0]).shape;
+  const std::vector<std::int64_t> in_strides = row_major_strides(in);
+  std::vector<std::int64_t> dims, strides;
+  for (std::int64_t axis : perm) {
+    dims.push_back(in[static_cast<std::size_t>(axis)]);
+    strides.push_back(in_strides[static_cast<std::size_t>(axis)]);
+  }
+  return gather(graph, node, dims, strides);
+}
+
+KernelLaunch permute(const Graph& graph, const Node& node) { return permute_by(graph, node, node.attrs.ints("perm")); }
+
+KernelLaunch swap_axes(const Graph& graph, const Node& node) {
+  std::vector<std::int64_t> perm(graph.type(node.inputs[0]).shape.size());
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[static_cast<std::size_t>(node.attrs.integer("axis0"))],
+            perm[static_cast<std::size_t>(node.attrs.integer("axis1"))]);
+  return permute_by(graph, node, perm);
+}
+
+// The input is right-aligned against the output; its extent-1 axes (and the missing leading ones)
+// get stride 0.
+KernelLaunch broadcast_to(const Graph& graph, const Node& node) {
+  const Shape& in = graph.type(node.inputs[0]).shape;
+  const Shape& out = graph.type(node.output).shape;
+  const std::vector<std::int64_t> own = row_major_strides(in);
+  std::vector<std::int64_t> dims(out.begin(), out.end()), strides(out.size(), 0);
+  const std::size_t lead = out.size() - in.size();
+  for (std::size_t d = 0; d < in.size(); ++d) strides[lead + d] = in[d] == 1 ? 0 : own[d];
+  return gather(graph, node, dims, strides);
+}
+
+struct SumPush {
+  std::uint32_t n = 0;
+  std::uint32_t out_rank = 0;
+  std::uint32_t unused = 0;
+  std::uint32_t len = 0;
+  std::uint32_t out_dims[kMaxRank] = {};
+  std::uint32_t start_strides[kMaxRank] = {};
+  std::uint32_t sum_dims[kMaxRank] = {1, 1, 1, 1, 1, 1};  // right-aligned; unused slots extent 1, stride 0
+  std::uint32_t sum_strides[kMaxRank] = {};
+};
+static_assert(sizeof(SumPush) == 112);
+
+// Preimages longer than this are summed by a workgroup in blocks of this many terms (the
+// interpreter's deterministic_sum block), shorter ones by one invocation: the same order as
+// tg::interpret, so the same f32 bits.
+constexpr std::int64_t kSumBlock = 4096;
+
+// Summed axes: the input's leading extra axes and those the target has as 1 (while the input does
+// not). Kept axes: the rest, over the output's row-major coordinates. Both lists collapse without
+// changing their order, so the preimage is still added in row-major order of the summed axes.
+KernelLaunch sum_to_shape(const Graph& graph, const Node& node) {
+  const Shape& in = graph.type(node.inputs[0]).shape;
+  const Shape& out = graph.type(node.output).shape;
+  const std::vector<std::int64_t> in_strides = row_major_strides(in);
+  const std::size_t leading = in.size() - out.size();
+  std::vector<std::int64_t> kept_dims, kept_strides, sum_dims, sum_strides;
+  for (std::size_t axis = 0; axis < in.size(); ++axis) {
+    const bool summed = axis < leading || (out[axis - leading] == 1 && in[axis] != 1);
+    if (summed) {
+      sum_dims.push_back(in[axis]);
+      sum_strides.push_back(in_strides[axis]);
+    } else {
+      kept_dims.push_back(out[axis - leading]);
+      kept_strides.push_back(out[axis - leading] == 1 ? 0 : in_strides[axis]);
+    }
+  }
+  std::int64_t len = 1;
+  for (std::int64_t d : sum_dims) len *= d;
+  Axes kept = collapse(kept_dims, kept_strides);
+  Axes summed = collapse(sum_dims, sum_strides);
+  if (len == 0) summed = {};
+  const std::size_t rank = std::max(kept.dims.size(), summed.dims.size());
+  if (rank > kMaxRank) throw Error(too_many_axes(graph, node, rank));
+
+  SumPush push;
+  push.n = static_cast<std::uint32_t>(graph.type(node.output).size());
+  push.out_rank = static_cast<std::uint32_t>(kept.dims.size());
+  push.len = static_cast<std::uint32_t>(len);
+  for (std::size_t d = 0; d < kept.dims.size(); ++d) {
+    push.out_dims[d] = static_cast<std::uint32_t>(kept.dims[d]);
+    push.start_strides[d] = static_cast<std::uint32_t>(kept.strides[d]);
+  }
+  const std::size_t lead = kMaxRank - summed.dims.size();
+  for (std::size_t d = 0; d < summed.dims.size(); ++d) {
+    push.sum_dims[lead + d] = static_cast<std::uint32_t>(summed.dims[d]);
+    push.sum_strides[lead + d] = static_cast<std::uint32_t>(summed.strides[d]);
+  }
+  KernelLaunch launch;
+  launch.shader = "sum_to_shape";
+  launch.bindings = {node.inputs[0], node.output};
+  append_pod(launch.push, push);
+  launch.group_size = 256;
+  launch.items = len > kSumBlock ? std::uint64_t{push.n} * launch.group_size : push.n;  // a workgroup per output
+  return launch;
+}
+
+KernelLaunch arange(const Graph& graph, const Node& node) {
+  const TensorType& type = graph.type(node.output);
+  struct {
+    std::uint32_t n;
+    std::uint32_t is_float;
+  } push{static_cast<std::uint32_t>(type.size()), is_float(type.dtype) ? 1u : 0u};
+  KernelLaunch launch;
+  launch.shader = "arange";
+  launch.bindings = {node.output};
+  append_pod(launch.push, push);
+  launch.items = push.n;
+  return launch;
+}
+
+constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
+
+}  // namespace
+
+void register_layout_kernels(KernelPlanTable& table) {
+  table[slot(OpId::Reshape)] = reshape;
+  table[slot(OpId::Permute)] = permute;
+  table[slot(OpId::SwapAxes)] = swap_axes;
+  table[slot(OpId::BroadcastTo)] = broadcast_to;
+  table[slot(OpId::SumToShape)] = sum_to_shape;
+  table[slot(OpId::Arange)] = arange;  // creation family; registered here (creation.cpp is not mine)
+}
+
+}  // namespace tg::vk

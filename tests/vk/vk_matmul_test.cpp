@@ -1,0 +1,132 @@
+// The Vulkan matmul kernel (shaders/matmul.comp) on hand-built graphs against the f64 oracle:
+// sizes that are and are not multiples of the 64x64x16 tiles, long K, a 2-D rhs under a 3-D lhs,
+// batched operands, more tiles than the 65535 workgroups a dispatch may have, an empty K, guard
+// regions intact, and the same bits on every replay.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tensorgrad/tensorgrad.h"
+#include "tensorgrad/vk/executor.h"
+#include "vk_test_support.h"
+
+namespace tg::vk {
+namespace {
+
+using testing::VkTest;
+
+HostTensor random_f32(Shape shape, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.f, 2.f);
+  std::vector<float> v(static_cast<std::size_t>(num_elements(shape)));
+  for (float& x : v) x = dist(rng);
+  return HostTensor::f32(std::move(shape), v);
+}
+
+struct Case {
+  Shape a;
+  Shape b;
+};
+
+// Runs c = matmul(a, b) on Vulkan (with guard regions after every buffer, then without) and on
+// the f64 oracle; the error allowed is the matmul tolerance class at reduction length K relative
+// to max(1, largest |value|), and a replay gives the same bits.
+void check_matmul(const std::shared_ptr<Context>& ctx, const Case& c, std::uint32_t seed, bool thorough = true) {
+  SCOPED_TRACE(shape_to_string(c.a) + " x " + shape_to_string(c.b));
+  GraphBuilder builder("matmul");
+  TracingScope scope(builder);
+  Tensor a = builder.input("a", {DType::f32, c.a});
+  Tensor b = builder.input("b", {DType::f32, c.b});
+  builder.output("c", matmul(a, b));
+  const Graph g = builder.take();
+  const TensorMap in{{"a", random_f32(c.a, seed)}, {"b", random_f32(c.b, seed + 1)}};
+  const TensorMap want = interpret(g, in, {.compute = ComputeType::f64}).outputs;
+
+  const std::int64_t k = c.a.back();
+  double scale = 1.0;
+  for (const TensorMap* m : {&in, &want})
+    for (const auto& [name, t] : *m)
+      for (double v : t.values) scale = std::max(scale, std::fabs(v));
+  const double tol = 4.0 * std::numeric_limits<float>::epsilon() * tolerance_ulps(ToleranceClass::matmul, k) * scale;
+
+  for (std::uint64_t guard : {256u, 0u}) {
+    if (!thorough && guard > 0) continue;
+    Program program(ctx, g, {.guard_bytes = guard});
+    const TensorMap got = program.run(in);
+    const HostTensor& out = got.at("c");
+    const HostTensor& ref = want.at("c");
+    ASSERT_EQ(out.type, ref.type);
+    ASSERT_EQ(out.values.size(), ref.values.size());
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < ref.values.size(); ++i) {
+      if (!(std::fabs(out.values[i] - ref.values[i]) <= tol) && ++bad <= 5) {
+        ADD_FAILURE() << "c[" << i << "]: Vulkan " << out.values[i] << ", f64 oracle " << ref.values[i]
+                      << " (allowed error " << tol << ")";
+      }
+    }
+    EXPECT_EQ(bad, 0u) << "elements off";
+    if (guard > 0) {
+      EXPECT_TRUE(program.check_guards().empty()) << testing::join_lines(program.check_guards());
+    }
+    // Replays give the same bits.
+    if (!thorough) continue;
+    const TensorMap again = program.run(in);
+    const HostTensor& out2 = again.at("c");
+    for (std::size_t i = 0; i < out.values.size(); ++i) {
+      const auto x = static_cast<float>(out.values[i]);
+      const auto y = static_cast<float>(out2.values[i]);
+      ASSERT_EQ(std::memcmp(&x, &y, sizeof(float)), 0) << "replay differs at c[" << i << "]";
+    }
+  }
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+TEST_F(VkTest, MatmulSizesInAndOffTheTileGrid) {
+  auto ctx = make_context();
+  check_matmul(ctx, {{1, 1}, {1, 1}}, 1);
+  check_matmul(ctx, {{17, 33}, {33, 29}}, 3);    // every extent ragged
+  check_matmul(ctx, {{64, 64}, {64, 64}}, 5);    // exactly one tile, four K slices
+  check_matmul(ctx, {{130, 70}, {70, 257}}, 7);  // 3x5 tiles, ragged K
+  check_matmul(ctx, {{65, 16}, {16, 63}}, 9);    // one past / one short of a tile
+}
+
+TEST_F(VkTest, MatmulLongReduction) {
+  auto ctx = make_context();
+  check_matmul(ctx, {{5, 4099}, {4099, 3}}, 11);
+}
+
+TEST_F(VkTest, MatmulFoldsLeadingLhsDimsUnderA2DRhs) {
+  auto ctx = make_context();
+  check_matmul(ctx, {{3, 5, 7}, {7, 11}}, 13);
+  check_matmul(ctx, {{2, 3, 45, 19}, {19, 70}}, 15);  // 270 rows: tiles span the leading dims
+}
+
+TEST_F(VkTest, MatmulBatched) {
+  auto ctx = make_context();
+  check_matmul(ctx, {{2, 3, 17, 9}, {2, 3, 9, 13}}, 17);
+  check_matmul(ctx, {{2, 3, 70, 40}, {2, 3, 40, 66}}, 19);  // 2x2 tiles per batch
+  check_matmul(ctx, {{4, 1, 1}, {4, 1, 1}}, 21);
+}
+
+TEST_F(VkTest, MatmulMoreTilesThanWorkgroups) {
+  // 65600 batches of 1x2 x 2x1: 65600 tiles, above the 65535 groups of one dispatch, so
+  // workgroups loop over several tiles. One run, no guards: lavapipe needs seconds for this many
+  // workgroups.
+  auto ctx = make_context();
+  check_matmul(ctx, {{65600, 1, 2}, {65600, 2, 1}}, 23, /*thorough=*/false);
+}
+
+TEST_F(VkTest, MatmulEmptyReductionGivesZeros) {
+  auto ctx = make_context();
+  check_matmul(ctx, {{3, 0}, {0, 4}}, 25);
+  check_matmul(ctx, {{0, 5}, {5, 4}}, 27);  // empty output: no dispatch
+}
+
+}  // namespace
+}  // namespace tg::vk
