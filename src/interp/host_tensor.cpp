@@ -1,5 +1,8 @@
 #include "tensorgrad/interp/host_tensor.h"
 
+#include <cmath>
+#include <limits>
+
 #include "tensorgrad/ir/error.h"
 
 namespace tg {
@@ -35,6 +38,48 @@ std::vector<std::int32_t> HostTensor::to_i32() const {
   std::vector<std::int32_t> out(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) out[i] = static_cast<std::int32_t>(values[i]);
   return out;
+}
+
+namespace {
+
+void check_input_values(const GraphInput& in, const TensorType& expected, const HostTensor& given) {
+  if (given.type != expected) {
+    throw RuntimeError("input '" + in.name + "' expects " + expected.to_string() + ", got " + given.type.to_string());
+  }
+  if (static_cast<std::int64_t>(given.values.size()) != expected.size()) {
+    throw RuntimeError("input '" + in.name + "' of type " + expected.to_string() + " needs " +
+                       std::to_string(expected.size()) + " elements, got " + std::to_string(given.values.size()));
+  }
+  if (expected.dtype == DType::i32) {
+    for (double v : given.values) {
+      if (v != std::floor(v) || v < std::numeric_limits<std::int32_t>::min() ||
+          v > std::numeric_limits<std::int32_t>::max()) {
+        throw RuntimeError("input '" + in.name + "' is i32 but holds " + std::to_string(v));
+      }
+    }
+  } else if (expected.dtype == DType::boolean) {
+    for (double v : given.values) {
+      if (v != 0.0 && v != 1.0) throw RuntimeError("input '" + in.name + "' is bool but holds " + std::to_string(v));
+    }
+  }
+}
+
+}  // namespace
+
+void validate_inputs(const Graph& graph, const TensorMap& inputs) {
+  for (const auto& [name, tensor] : inputs) {
+    if (!graph.find_input(name)) {
+      throw RuntimeError("graph '" + graph.name() + "' has no input named '" + name + "'");
+    }
+  }
+  for (const GraphInput& in : graph.inputs()) {
+    auto it = inputs.find(in.name);
+    if (it == inputs.end()) {
+      throw RuntimeError("missing input '" + in.name + "' (" + std::string(input_kind_name(in.kind)) + ", " +
+                         graph.type(in.value).to_string() + ")");
+    }
+    check_input_values(in, graph.type(in.value), it->second);
+  }
 }
 
 }  // namespace tg

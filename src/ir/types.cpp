@@ -48,6 +48,17 @@ std::vector<std::int64_t> row_major_strides(const Shape& shape) {
   return strides;
 }
 
+AxisSplit split_at_axis(const Shape& shape, std::int64_t axis) {
+  AxisSplit s;
+  for (std::int64_t a = 0; a < static_cast<std::int64_t>(shape.size()); ++a) {
+    const std::int64_t d = shape[static_cast<std::size_t>(a)];
+    if (a < axis) s.outer *= d;
+    if (a == axis) s.length = d;
+    if (a > axis) s.inner *= d;
+  }
+  return s;
+}
+
 std::string TensorType::to_string() const { return std::string(dtype_name(dtype)) + shape_to_string(shape); }
 
 SourceLoc SourceLoc::from(const std::source_location& loc) {

@@ -29,28 +29,6 @@ bool overlaps_any(const Range& r, const std::vector<Range>& set) {
   return std::any_of(set.begin(), set.end(), [&](const Range& o) { return r.overlaps(o); });
 }
 
-void check_input_values(const GraphInput& in, const TensorType& expected, const HostTensor& given) {
-  if (given.type != expected) {
-    throw RuntimeError("input '" + in.name + "' expects " + expected.to_string() + ", got " + given.type.to_string());
-  }
-  if (static_cast<std::int64_t>(given.values.size()) != expected.size()) {
-    throw RuntimeError("input '" + in.name + "' of type " + expected.to_string() + " needs " +
-                       std::to_string(expected.size()) + " elements, got " + std::to_string(given.values.size()));
-  }
-  if (expected.dtype == DType::i32) {
-    for (double v : given.values) {
-      if (v != std::floor(v) || v < std::numeric_limits<std::int32_t>::min() ||
-          v > std::numeric_limits<std::int32_t>::max()) {
-        throw RuntimeError("input '" + in.name + "' is i32 but holds " + std::to_string(v));
-      }
-    }
-  } else if (expected.dtype == DType::boolean) {
-    for (double v : given.values) {
-      if (v != 0.0 && v != 1.0) throw RuntimeError("input '" + in.name + "' is bool but holds " + std::to_string(v));
-    }
-  }
-}
-
 void memory_barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAccessFlags src_access,
                     VkPipelineStageFlags dst_stage, VkAccessFlags dst_access) {
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
@@ -205,20 +183,7 @@ struct Program::Impl {
   }
 
   TensorMap run(const TensorMap& inputs) {
-    for (const auto& [name, tensor] : inputs) {
-      if (!graph.find_input(name)) {
-        throw RuntimeError("graph '" + graph.name() + "' has no input named '" + name + "'");
-      }
-    }
-    for (std::size_t i = 0; i < graph.inputs().size(); ++i) {
-      const GraphInput& in = graph.inputs()[i];
-      auto it = inputs.find(in.name);
-      if (it == inputs.end()) {
-        throw RuntimeError("missing input '" + in.name + "' (" + std::string(input_kind_name(in.kind)) + ", " +
-                           graph.type(in.value).to_string() + ")");
-      }
-      check_input_values(in, graph.type(in.value), it->second);
-    }
+    validate_inputs(graph, inputs);
     for (std::size_t i = 0; i < graph.inputs().size(); ++i) {
       const GraphInput& in = graph.inputs()[i];
       const HostTensor& t = inputs.find(in.name)->second;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorgrad/ir/graph.h"
 #include "tensorgrad/ir/shape.h"
 
 namespace tg {
@@ -25,5 +26,10 @@ struct HostTensor {
 };
 
 using TensorMap = std::map<std::string, HostTensor, std::less<>>;
+
+// The input checks every backend makes before a run: no unknown names, no missing input, each of
+// its graph type, i32 values integral and in range, bool values 0 or 1. Throws RuntimeError naming
+// the input, what was expected and what came.
+void validate_inputs(const Graph& graph, const TensorMap& inputs);
 
 }  // namespace tg

@@ -29,19 +29,6 @@ void require_in_range(std::string_view op, std::string_view what, const std::vec
   }
 }
 
-// A shape split around one axis: [outer..., axis, inner...] -> (outer, inner) counts.
-struct AxisSplit {
-  std::int64_t outer = 1;
-  std::int64_t inner = 1;
-};
-
-AxisSplit split_at(const Shape& shape, std::size_t axis) {
-  AxisSplit s;
-  for (std::size_t i = 0; i < axis; ++i) s.outer *= shape[i];
-  for (std::size_t i = axis + 1; i < shape.size(); ++i) s.inner *= shape[i];
-  return s;
-}
-
 template <class T>
 void one_hot_kernel(const KernelCall<T>& call) {
   const std::int64_t depth = call.attrs().integer("depth");
@@ -98,7 +85,7 @@ void take_along_axis_kernel(const KernelCall<T>& call) {
   const Shape& index_shape = call.in_type(1).shape;
   const auto& indices = call.ints(1);
   require_in_range("take_along_axis", "index", indices, x_extent);
-  const AxisSplit split = split_at(index_shape, axis);
+  const AxisSplit split = split_at_axis(index_shape, static_cast<std::int64_t>(axis));
   if (call.in_type(0).dtype == DType::f32) {
     gather_along_axis(call.real(0), indices, call.output.real, split, x_extent, index_shape[axis]);
   } else {
@@ -115,7 +102,7 @@ void scatter_add_kernel(const KernelCall<T>& call) {
   const Shape& index_shape = call.in_type(1).shape;
   const auto& indices = call.ints(1);
   require_in_range("scatter_add", "index", indices, size);
-  const AxisSplit split = split_at(index_shape, axis);
+  const AxisSplit split = split_at_axis(index_shape, static_cast<std::int64_t>(axis));
   const std::int64_t updates_per_column = index_shape[axis];
   const T* updates = call.real(0).data();
   T* out = call.output.real.data();

@@ -207,10 +207,7 @@ template <class T, bool kMax>
 void arg_kernel(const KernelCall<T>& call) {
   const Shape& shape = call.in_type(0).shape;
   const auto axis = static_cast<std::size_t>(call.attrs().integer("axis"));
-  std::int64_t outer = 1, inner = 1;
-  for (std::size_t i = 0; i < axis; ++i) outer *= shape[i];
-  for (std::size_t i = axis + 1; i < shape.size(); ++i) inner *= shape[i];
-  const std::int64_t length = shape[axis];
+  const auto [outer, length, inner] = split_at_axis(shape, static_cast<std::int64_t>(axis));
   const T* x = call.real(0).data();
   std::int32_t* out = call.output.ints.data();
 

@@ -12,21 +12,6 @@ namespace {
 
 constexpr std::int64_t kGrain = 4096;
 
-// The product of dims before `axis` (outer) and after it (inner).
-struct AxisView {
-  std::int64_t outer = 1;
-  std::int64_t inner = 1;
-};
-
-AxisView view_around(const Shape& shape, std::int64_t axis) {
-  AxisView v;
-  for (std::int64_t a = 0; a < static_cast<std::int64_t>(shape.size()); ++a) {
-    if (a < axis) v.outer *= shape[static_cast<std::size_t>(a)];
-    if (a > axis) v.inner *= shape[static_cast<std::size_t>(a)];
-  }
-  return v;
-}
-
 // Calls row(o) for every outer index, in chunks holding about kGrain output elements.
 template <class Row>
 void for_each_row(std::int64_t outer, std::int64_t row_size, Row&& row) {
@@ -54,7 +39,7 @@ void narrow_kernel(const KernelCall<T>& call) {
   const auto length = call.attrs().integer("length");
   const Shape& in_shape = call.in_type(0).shape;
   const auto dim = in_shape[static_cast<std::size_t>(axis)];
-  const AxisView v = view_around(in_shape, axis);
+  const AxisSplit v = split_at_axis(in_shape, axis);
   on_storage(call, [&](auto& out, auto input) {
     const auto& in = input(0);
     for_each_row(v.outer, length * v.inner, [&](std::int64_t o) {
@@ -72,7 +57,7 @@ void pad_kernel(const KernelCall<T>& call) {
   const Shape& in_shape = call.in_type(0).shape;
   const auto dim = in_shape[static_cast<std::size_t>(axis)];
   const auto padded = dim + before + after;
-  const AxisView v = view_around(in_shape, axis);
+  const AxisSplit v = split_at_axis(in_shape, axis);
   on_storage(call, [&](auto& out, auto input) {
     const auto& in = input(0);
     using Value = typename std::decay_t<decltype(out)>::value_type;
@@ -91,7 +76,7 @@ void concat_kernel(const KernelCall<T>& call) {
   const auto axis = call.attrs().integer("axis");
   const Shape& out_shape = call.output_type.shape;
   const auto total = out_shape[static_cast<std::size_t>(axis)];
-  const AxisView v = view_around(out_shape, axis);
+  const AxisSplit v = split_at_axis(out_shape, axis);
   std::vector<std::int64_t> dims;
   for (std::size_t k = 0; k < call.inputs.size(); ++k) {
     dims.push_back(call.in_type(k).shape[static_cast<std::size_t>(axis)]);

@@ -26,10 +26,7 @@ static_assert(sizeof(SoftmaxPush) == 20);
 KernelLaunch plan_softmax(const Graph& graph, const Node& node, std::uint32_t op) {
   const Shape& shape = graph.type(node.inputs[0]).shape;
   const auto axis = static_cast<std::size_t>(node.attrs.integer("axis"));
-  std::int64_t outer = 1, inner = 1;
-  for (std::size_t i = 0; i < axis; ++i) outer *= shape[i];
-  for (std::size_t i = axis + 1; i < shape.size(); ++i) inner *= shape[i];
-  const std::int64_t length = shape[axis];
+  const auto [outer, length, inner] = split_at_axis(shape, static_cast<std::int64_t>(axis));
   if (num_elements(shape) > 0xffffffffll) {
     throw Error("Vulkan kernel for '" + std::string(op_name(node.op)) + "' on " +
                 graph.type(node.inputs[0]).to_string() + ": more than 2^32-1 elements");

@@ -18,20 +18,6 @@ namespace {
 
 constexpr std::size_t kMaxInputs = 8;
 
-struct AxisView {
-  std::int64_t outer = 1;
-  std::int64_t inner = 1;
-};
-
-AxisView view_around(const Shape& shape, std::int64_t axis) {
-  AxisView v;
-  for (std::int64_t a = 0; a < static_cast<std::int64_t>(shape.size()); ++a) {
-    if (a < axis) v.outer *= shape[static_cast<std::size_t>(a)];
-    if (a > axis) v.inner *= shape[static_cast<std::size_t>(a)];
-  }
-  return v;
-}
-
 // Must match shaders/layout.comp (and GatherPush in layout.cpp).
 struct GatherPush {
   std::uint32_t n = 0;
@@ -49,7 +35,7 @@ KernelLaunch narrow(const Graph& graph, const Node& node) {
   const auto length = node.attrs.integer("length");
   const Shape& in = graph.type(node.inputs[0]).shape;
   const auto dim = in[static_cast<std::size_t>(axis)];
-  const AxisView v = view_around(in, axis);
+  const AxisSplit v = split_at_axis(in, axis);
   GatherPush push;
   push.n = static_cast<std::uint32_t>(graph.type(node.output).size());
   push.rank = 3;
@@ -80,7 +66,7 @@ static_assert(sizeof(SegmentPush) == 84);
 
 KernelLaunch segments(const Graph& graph, const Node& node, std::int64_t axis, std::int64_t first_lo) {
   const Shape& out = graph.type(node.output).shape;
-  const AxisView v = view_around(out, axis);
+  const AxisSplit v = split_at_axis(out, axis);
   SegmentPush push;
   push.n = static_cast<std::uint32_t>(graph.type(node.output).size());
   push.inner = static_cast<std::uint32_t>(v.inner);
