@@ -67,6 +67,11 @@ void check_input_values(const GraphInput& in, const TensorType& expected, const 
 }  // namespace
 
 void validate_inputs(const Graph& graph, const TensorMap& inputs) {
+  validate_inputs(graph, inputs, [](const GraphInput&) { return true; });
+}
+
+void validate_inputs(const Graph& graph, const TensorMap& inputs,
+                     const std::function<bool(const GraphInput&)>& required) {
   for (const auto& [name, tensor] : inputs) {
     if (!graph.find_input(name)) {
       throw RuntimeError("graph '" + graph.name() + "' has no input named '" + name + "'");
@@ -75,6 +80,7 @@ void validate_inputs(const Graph& graph, const TensorMap& inputs) {
   for (const GraphInput& in : graph.inputs()) {
     auto it = inputs.find(in.name);
     if (it == inputs.end()) {
+      if (!required(in)) continue;
       throw RuntimeError("missing input '" + in.name + "' (" + std::string(input_kind_name(in.kind)) + ", " +
                          graph.type(in.value).to_string() + ")");
     }

@@ -3,221 +3,242 @@
 
 #include <algorithm>
 #include <bit>
-#include <cmath>
 #include <cstring>
-#include <limits>
 #include <map>
+#include <set>
 
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/ir/ops/op_def.h"
 #include "vk/buffer.h"
 #include "vk/commands.h"
 #include "vk/compute.h"
+#include "vk/executor_recording.h"
 #include "vk/kernels/kernels.h"
 #include "vk/plan.h"
 
 namespace tg::vk {
 
+bool has_kernel(OpId op) { return kernel_plan_table()[static_cast<std::size_t>(op)] != nullptr; }
+
 namespace {
 
-struct Range {
-  std::uint64_t begin = 0, end = 0;
-  bool overlaps(const Range& o) const { return begin < o.end && o.begin < end; }
-};
-
-bool overlaps_any(const Range& r, const std::vector<Range>& set) {
-  return std::any_of(set.begin(), set.end(), [&](const Range& o) { return r.overlaps(o); });
+std::uint32_t to_word(double value, DType dtype) {
+  return is_float(dtype) ? std::bit_cast<std::uint32_t>(static_cast<float>(value))
+                         : static_cast<std::uint32_t>(static_cast<std::int32_t>(value));
 }
 
-void memory_barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAccessFlags src_access,
-                    VkPipelineStageFlags dst_stage, VkAccessFlags dst_access) {
-  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  barrier.srcAccessMask = src_access;
-  barrier.dstAccessMask = dst_access;
-  vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+double from_word(std::uint32_t word, DType dtype) {
+  return is_float(dtype) ? static_cast<double>(std::bit_cast<float>(word))
+                         : static_cast<double>(static_cast<std::int32_t>(word));
+}
+
+void write_words(const HostTensor& t, std::byte* dst) {
+  for (std::size_t e = 0; e < t.values.size(); ++e) {
+    const std::uint32_t word = to_word(t.values[e], t.type.dtype);
+    std::memcpy(dst + 4 * e, &word, 4);
+  }
+}
+
+HostTensor read_words(const TensorType& type, const std::byte* src) {
+  HostTensor t{type, std::vector<double>(static_cast<std::size_t>(type.size()))};
+  for (std::size_t e = 0; e < t.values.size(); ++e) {
+    std::uint32_t word;
+    std::memcpy(&word, src + 4 * e, 4);
+    t.values[e] = from_word(word, type.dtype);
+  }
+  return t;
 }
 
 }  // namespace
 
-bool has_kernel(OpId op) { return kernel_plan_table()[static_cast<std::size_t>(op)] != nullptr; }
-
 struct Program::Impl {
   std::shared_ptr<Context> ctx;
   Graph graph;
+  ProgramOptions options;
   BufferPlan plan;
   ProgramStats stats;
-  Buffer device;
-  Buffer staging_in, staging_out;
-  std::vector<std::uint64_t> in_offsets;   // staging offset per graph input
-  std::vector<std::uint64_t> out_offsets;  // readback offset per graph output
-  std::map<std::string, std::unique_ptr<ComputePipeline>> pipelines;
-  std::unique_ptr<DescriptorPool> pool;
-  std::unique_ptr<CommandBuffer> cmd;
+  RecordedProgram recorded;
+  std::vector<bool> resident;  // per graph input
+  std::set<ValueId> writeback_sources;
+  std::vector<double> timestamps_us;  // per dispatch: start, end (relative to the first start)
+  std::size_t parity = 0;             // which recording (slot assignment) the next run replays
+  bool uncommitted = false;           // the last run deferred its writebacks
 
-  Impl(std::shared_ptr<Context> context, const Graph& g, const ProgramOptions& options)
-      : ctx(std::move(context)), graph(g) {
+  Impl(std::shared_ptr<Context> context, const Graph& g, ProgramOptions opts)
+      : ctx(std::move(context)), graph(g), options(std::move(opts)) {
     // Every node needs a kernel: refuse before touching the device.
     std::vector<KernelLaunch> launches;
     launches.reserve(graph.nodes().size());
+    PlanOptions plan_options{options.guard_bytes, {}, {}};
     for (const Node& node : graph.nodes()) {
       const KernelPlanFn fn = kernel_plan_table()[static_cast<std::size_t>(node.op)];
       if (!fn) {
         throw Error("the Vulkan executor has no kernel for op '" + std::string(op_name(node.op)) + "' (value %" +
-                    std::to_string(node.output) + " of graph '" + graph.name() + "')");
+                    std::to_string(node.output) + " of graph '" + graph.name() + "', created at " +
+                    node.loc.to_string() + ")");
       }
       launches.push_back(fn(graph, node));
+      if (launches.back().index_check) plan_options.keep_alive.push_back(launches.back().index_check->input);
+    }
+
+    resident.assign(graph.inputs().size(), false);
+    for (std::size_t i = 0; i < graph.inputs().size(); ++i) {
+      resident[i] = options.resident_params && graph.inputs()[i].kind != InputKind::data;
+    }
+    std::vector<std::pair<ValueId, ValueId>> copies;
+    std::set<std::string> targets;
+    for (const Writeback& w : options.writebacks) {
+      const auto out = graph.find_output(w.output);
+      const auto in = graph.find_input(w.input);
+      const std::string what = "writeback '" + w.output + "' -> '" + w.input + "' of graph '" + graph.name() + "': ";
+      if (!out) throw Error(what + "no output named '" + w.output + "'");
+      if (!in) throw Error(what + "no input named '" + w.input + "'");
+      if (!is_resident(w.input))
+        throw Error(what + "the input is not resident (a param or state with resident_params)");
+      if (!(graph.type(*out) == graph.type(*in))) {
+        throw Error(what + "the output is " + graph.type(*out).to_string() + " but the input is " +
+                    graph.type(*in).to_string());
+      }
+      if (!targets.insert(w.input).second) throw Error(what + "the input is the target of another writeback");
+      copies.emplace_back(*out, *in);
+      writeback_sources.insert(*out);
+      plan_options.whole_program.push_back(*out);
     }
 
     const DeviceInfo& info = ctx->info();
+    if (options.timestamps && !info.timestamps_supported) {
+      throw Error("Vulkan program '" + graph.name() + "': timestamps requested, but " + info.summary() +
+                  " has no timestamp queries on its compute queue");
+    }
     PlanLimits limits;
     limits.alignment = info.min_storage_buffer_offset_alignment;
     limits.max_storage_buffer_range = info.max_storage_buffer_range;
     limits.max_memory_allocation_size = info.max_memory_allocation_size;
     limits.device = info.summary();
-    plan = plan_buffers(graph, limits, PlanOptions{options.guard_bytes});
+    plan = plan_buffers(graph, limits, plan_options);
     stats.device_bytes = plan.total_bytes;
     stats.unshared_bytes = plan.naive_bytes;
 
-    device = Buffer(ctx, plan.total_bytes, MemoryUse::device);
-    if (plan.guard_bytes > 0) {
-      // The whole buffer starts as sentinel words, guards included.
-      std::vector<std::uint32_t> words(plan.total_bytes / 4, k_guard_word);
-      upload(device, std::as_bytes(std::span(words)));
-    }
-
-    std::uint64_t in_bytes = 0, out_bytes = 0;
-    for (const GraphInput& in : graph.inputs()) {
-      in_offsets.push_back(in_bytes);
-      in_bytes += plan.slots[static_cast<std::size_t>(in.value)].bytes;
-    }
-    for (const GraphOutput& out : graph.outputs()) {
-      out_offsets.push_back(out_bytes);
-      out_bytes += plan.slots[static_cast<std::size_t>(out.value)].bytes;
-    }
-    staging_in = Buffer(ctx, std::max<std::uint64_t>(in_bytes, 4), MemoryUse::upload);
-    staging_out = Buffer(ctx, std::max<std::uint64_t>(out_bytes, 4), MemoryUse::readback);
-
-    // Pipelines (one per shader) and one descriptor set per dispatch.
-    std::uint32_t total_bindings = 0, sets = 0;
-    for (const KernelLaunch& l : launches) {
-      if (l.items == 0) continue;
-      auto& p = pipelines[l.shader];
-      if (!p) {
-        p = std::make_unique<ComputePipeline>(ctx, l.shader, static_cast<std::uint32_t>(l.bindings.size()),
-                                              static_cast<std::uint32_t>(l.push.size()));
-      }
-      total_bindings += static_cast<std::uint32_t>(l.bindings.size());
-      ++sets;
-    }
-    if (sets > 0) pool = std::make_unique<DescriptorPool>(ctx, sets, total_bindings);
-
-    cmd = std::make_unique<CommandBuffer>(ctx);
-    cmd->begin(/*one_time=*/false);
-    VkCommandBuffer c = cmd->handle();
-    // Order this replay's upload after the previous replay's dispatches and readback.
-    memory_barrier(c, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                   VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                   VK_ACCESS_TRANSFER_WRITE_BIT);
-    std::vector<VkBufferCopy> copies;
-    for (std::size_t i = 0; i < graph.inputs().size(); ++i) {
-      const ValueSlot& s = plan.slots[static_cast<std::size_t>(graph.inputs()[i].value)];
-      if (graph.type(graph.inputs()[i].value).size() > 0) copies.push_back({in_offsets[i], s.offset, s.bytes});
-    }
-    if (!copies.empty()) {
-      vkCmdCopyBuffer(c, staging_in.handle(), device.handle(), static_cast<std::uint32_t>(copies.size()),
-                      copies.data());
-    }
-    memory_barrier(c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
-                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-
-    // Ranges written and read by dispatches since the last barrier.
-    std::vector<Range> written, read;
-    const auto range_of = [&](ValueId v) {
-      const ValueSlot& s = plan.slots[static_cast<std::size_t>(v)];
-      return Range{s.offset, s.offset + s.bytes};
-    };
-    for (const KernelLaunch& l : launches) {
-      if (l.items == 0) continue;
-      const ComputePipeline& pipeline = *pipelines.at(l.shader);
-      std::vector<BufferBinding> bindings;
-      std::vector<Range> reads, writes;
-      for (std::size_t b = 0; b < l.bindings.size(); ++b) {
-        const ValueSlot& s = plan.slots[static_cast<std::size_t>(l.bindings[b])];
-        bindings.push_back({&device, s.offset, s.bytes});
-        (b + l.writes >= l.bindings.size() ? writes : reads).push_back(range_of(l.bindings[b]));
-      }
-      bool hazard = false;
-      for (const Range& r : reads) hazard = hazard || overlaps_any(r, written);
-      for (const Range& w : writes) hazard = hazard || overlaps_any(w, written) || overlaps_any(w, read);
-      if (hazard) {
-        record_compute_barrier(c);
-        ++stats.barriers;
-        written.clear();
-        read.clear();
-      }
-      written.insert(written.end(), writes.begin(), writes.end());
-      read.insert(read.end(), reads.begin(), reads.end());
-      const VkDescriptorSet set = pool->allocate(pipeline, bindings);
-      const std::uint64_t wanted = (l.items + l.group_size - 1) / l.group_size;
-      const auto groups =
-          static_cast<std::uint32_t>(std::min<std::uint64_t>({wanted, info.max_compute_work_group_count[0], 65535}));
-      record_dispatch(c, pipeline, set, l.push, {groups, 1, 1});
-      ++stats.dispatches;
-    }
-
-    memory_barrier(c, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                   VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                   VK_ACCESS_TRANSFER_READ_BIT);
-    copies.clear();
-    for (std::size_t i = 0; i < graph.outputs().size(); ++i) {
-      const ValueSlot& s = plan.slots[static_cast<std::size_t>(graph.outputs()[i].value)];
-      if (graph.type(graph.outputs()[i].value).size() > 0) copies.push_back({s.offset, out_offsets[i], s.bytes});
-    }
-    if (!copies.empty()) {
-      vkCmdCopyBuffer(c, device.handle(), staging_out.handle(), static_cast<std::uint32_t>(copies.size()),
-                      copies.data());
-    }
-    memory_barrier(c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-                   VK_ACCESS_HOST_READ_BIT);
-    cmd->end();
+    RecordingRequest request{graph, plan, launches, resident, copies, writeback_sources, options.timestamps};
+    recorded = record_program(ctx, request, stats);
   }
 
-  TensorMap run(const TensorMap& inputs) {
-    validate_inputs(graph, inputs);
+  bool is_resident(std::string_view name) const {
+    for (std::size_t i = 0; i < graph.inputs().size(); ++i) {
+      if (graph.inputs()[i].name == name) return resident[i];
+    }
+    return false;
+  }
+
+  const ValueSlot& slot(ValueId v) const { return recorded.slots[parity][static_cast<std::size_t>(v)]; }
+
+  void write_input(std::string_view name, const HostTensor& value) {
+    const auto id = graph.find_input(name);
+    if (!id || !is_resident(name)) {
+      throw Error("Vulkan program '" + graph.name() + "': '" + std::string(name) + "' is not a resident input");
+    }
+    TensorMap one;
+    one.emplace(std::string(name), value);
+    validate_inputs(graph, one, [](const GraphInput&) { return false; });
+    if (value.values.empty()) return;
+    std::vector<std::byte> bytes(value.values.size() * 4);
+    write_words(value, bytes.data());
+    upload(recorded.device, bytes, slot(*id).offset);
+  }
+
+  HostTensor read_input(std::string_view name) const {
+    const auto id = graph.find_input(name);
+    if (!id || !is_resident(name)) {
+      throw Error("Vulkan program '" + graph.name() + "': '" + std::string(name) + "' is not a resident input");
+    }
+    const TensorType& type = graph.type(*id);
+    std::vector<std::byte> bytes(static_cast<std::size_t>(type.size()) * 4);
+    if (!bytes.empty()) download(recorded.device, bytes, slot(*id).offset);
+    return read_words(type, bytes.data());
+  }
+
+  TensorMap run(const TensorMap& inputs, bool commit) {
+    uncommitted = false;
+    ctx->require_usable("running graph '" + graph.name() + "'");
+    validate_inputs(graph, inputs, [&](const GraphInput& in) { return !is_resident(in.name); });
     for (std::size_t i = 0; i < graph.inputs().size(); ++i) {
       const GraphInput& in = graph.inputs()[i];
-      const HostTensor& t = inputs.find(in.name)->second;
-      std::byte* dst = staging_in.mapped() + in_offsets[i];
-      for (std::size_t e = 0; e < t.values.size(); ++e) {
-        const std::uint32_t word = is_float(t.type.dtype)
-                                       ? std::bit_cast<std::uint32_t>(static_cast<float>(t.values[e]))
-                                       : static_cast<std::uint32_t>(static_cast<std::int32_t>(t.values[e]));
-        std::memcpy(dst + 4 * e, &word, 4);
+      const auto it = inputs.find(in.name);
+      if (it == inputs.end()) continue;
+      if (resident[i]) {
+        write_input(in.name, it->second);
+      } else {
+        write_words(it->second, recorded.staging_in.mapped() + recorded.in_offsets[i]);
       }
     }
-    submit_and_wait(ctx, cmd->handle(), "running graph '" + graph.name() + "'");
+    submit_and_wait(ctx, recorded.commands[parity]->handle(), "running graph '" + graph.name() + "'");
+    if (options.timestamps) timestamps_us = read_timestamps(recorded, *ctx);
+    check_indices();
+    if (commit) {
+      flip();
+    } else {
+      uncommitted = !writeback_sources.empty();
+    }
+
     TensorMap out;
     for (std::size_t i = 0; i < graph.outputs().size(); ++i) {
       const GraphOutput& o = graph.outputs()[i];
-      const TensorType& type = graph.type(o.value);
-      const std::byte* src = staging_out.mapped() + out_offsets[i];
-      HostTensor t{type, std::vector<double>(static_cast<std::size_t>(type.size()))};
-      for (std::size_t e = 0; e < t.values.size(); ++e) {
-        std::uint32_t word;
-        std::memcpy(&word, src + 4 * e, 4);
-        t.values[e] = is_float(type.dtype) ? static_cast<double>(std::bit_cast<float>(word))
-                                           : static_cast<double>(static_cast<std::int32_t>(word));
-      }
-      out[o.name] = std::move(t);
+      if (writeback_sources.contains(o.value)) continue;
+      out[o.name] = read_words(graph.type(o.value), recorded.staging_out.mapped() + recorded.out_offsets[i]);
     }
     return out;
+  }
+
+  void flip() {
+    if (!writeback_sources.empty()) parity ^= 1;
+  }
+
+  void commit() {
+    if (writeback_sources.empty()) return;  // nothing to accept
+    if (!uncommitted) throw Error("Vulkan program '" + graph.name() + "': no run with deferred writebacks to commit");
+    uncommitted = false;
+    flip();
+  }
+
+  // The interpreter's message for the first out-of-range element of the first failed check.
+  void check_indices() const {
+    for (const RecordedCheck& check : recorded.checks) {
+      std::uint32_t first_bad;
+      std::memcpy(&first_bad, recorded.staging_out.mapped() + check.readback_offset, 4);
+      if (first_bad == k_no_bad_element) continue;
+      std::array<std::byte, 4> word{};
+      download(recorded.device, word, slot(check.index.input).offset + 4ull * first_bad);
+      std::uint32_t raw;
+      std::memcpy(&raw, word.data(), 4);
+      const Node& node = graph.node(check.node);
+      throw RuntimeError(std::string(op_name(node.op)) + ": " + check.index.what + " " +
+                         std::to_string(static_cast<std::int32_t>(raw)) + " is out of range [0, " +
+                         std::to_string(check.index.extent) + ") at element " + std::to_string(first_bad) + " (node %" +
+                         std::to_string(check.node) + " " + std::string(op_name(node.op)) + ", created at " +
+                         node.loc.to_string() + ")");
+    }
+  }
+
+  std::vector<DispatchTiming> timings() const {
+    std::vector<DispatchTiming> out;
+    if (timestamps_us.empty()) return out;
+    for (std::size_t d = 0; d < recorded.dispatch_nodes.size(); ++d) {
+      const NodeId n = recorded.dispatch_nodes[d];
+      out.push_back({n, std::string(op_name(graph.node(n).op)), timestamps_us[2 * d + 1] - timestamps_us[2 * d]});
+    }
+    return out;
+  }
+
+  double span() const {
+    if (timestamps_us.empty()) return 0.0;
+    return *std::max_element(timestamps_us.begin(), timestamps_us.end());
   }
 
   std::vector<std::string> check_guards() const {
     std::vector<std::string> problems;
     if (plan.guard_bytes == 0) return problems;
     std::vector<std::uint32_t> words(plan.total_bytes / 4);
-    download(device, std::as_writable_bytes(std::span(words)));
+    download(recorded.device, std::as_writable_bytes(std::span(words)));
     for (std::size_t v = 0; v < plan.slots.size(); ++v) {
       const ValueSlot& s = plan.slots[v];
       for (std::uint64_t b = s.guard_offset; b < s.guard_offset + s.guard_bytes; b += 4) {
@@ -237,13 +258,21 @@ struct Program::Impl {
 };
 
 Program::Program(std::shared_ptr<Context> context, const Graph& graph, ProgramOptions options)
-    : impl_(std::make_unique<Impl>(std::move(context), graph, options)) {}
+    : impl_(std::make_unique<Impl>(std::move(context), graph, std::move(options))) {}
 Program::Program(Program&&) noexcept = default;
 Program& Program::operator=(Program&&) noexcept = default;
 Program::~Program() = default;
 
-TensorMap Program::run(const TensorMap& inputs) { return impl_->run(inputs); }
+TensorMap Program::run(const TensorMap& inputs, bool commit_writebacks) {
+  return impl_->run(inputs, commit_writebacks);
+}
+void Program::commit() { impl_->commit(); }
+void Program::write_input(std::string_view name, const HostTensor& value) { impl_->write_input(name, value); }
+HostTensor Program::read_input(std::string_view name) const { return impl_->read_input(name); }
+bool Program::is_resident(std::string_view name) const { return impl_->is_resident(name); }
 std::vector<std::string> Program::check_guards() const { return impl_->check_guards(); }
+std::vector<DispatchTiming> Program::timings() const { return impl_->timings(); }
+double Program::dispatch_span_microseconds() const { return impl_->span(); }
 const ProgramStats& Program::stats() const { return impl_->stats; }
 const Graph& Program::graph() const { return impl_->graph; }
 

@@ -66,6 +66,11 @@ BufferPlan plan_buffers(const Graph& graph, const PlanLimits& limits, const Plan
   }
   for (const GraphInput& in : graph.inputs()) plan.live_to[static_cast<std::size_t>(in.value)] = n_nodes;
   for (const GraphOutput& out : graph.outputs()) plan.live_to[static_cast<std::size_t>(out.value)] = n_nodes;
+  for (ValueId v : options.keep_alive) plan.live_to[static_cast<std::size_t>(v)] = n_nodes;
+  for (ValueId v : options.whole_program) {
+    plan.live_from[static_cast<std::size_t>(v)] = -1;
+    plan.live_to[static_cast<std::size_t>(v)] = n_nodes;
+  }
 
   const std::uint64_t max_range = limits.max_storage_buffer_range;
   for (std::size_t v = 0; v < values.size(); ++v) {

@@ -23,6 +23,12 @@ struct PlanOptions {
   // Rounded up to a multiple of 4. Nonzero also turns memory reuse off (a debug mode, like a
   // quarantine): every guard keeps its sentinel for the whole run, so all of them can be checked.
   std::uint64_t guard_bytes = 0;
+  // Values that must hold their data until the end of the program (never reused), e.g. index
+  // inputs of checked launches, which the executor reads back after a failed check.
+  std::vector<ValueId> keep_alive;
+  // Values that own their range for the whole program, from before the first node: writeback
+  // sources, whose range holds the params between runs in the swapped recording.
+  std::vector<ValueId> whole_program;
 };
 
 inline constexpr std::uint32_t k_guard_word = 0xDEADBEEFu;

@@ -3,6 +3,7 @@
 // the dtype: i32 values are exact in a double and bools are 0 or 1, so one type carries the oracle's
 // f64 results and the f32 backends' results alike.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -31,5 +32,9 @@ using TensorMap = std::map<std::string, HostTensor, std::less<>>;
 // its graph type, i32 values integral and in range, bool values 0 or 1. Throws RuntimeError naming
 // the input, what was expected and what came.
 void validate_inputs(const Graph& graph, const TensorMap& inputs);
+// The same checks, but only the inputs for which `required` holds must be present (a backend that
+// keeps params and state resident takes only the data inputs on each run).
+void validate_inputs(const Graph& graph, const TensorMap& inputs,
+                     const std::function<bool(const GraphInput&)>& required);
 
 }  // namespace tg

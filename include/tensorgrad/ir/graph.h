@@ -43,6 +43,14 @@ struct GraphInput {
   friend bool operator==(const GraphInput&, const GraphInput&) = default;
 };
 
+// A value carried from one run to the next: after a run, output `output` becomes the value of
+// param or state input `input` (an optimizer's update, a step counter). Backends apply it.
+struct Writeback {
+  std::string output;
+  std::string input;
+  friend bool operator==(const Writeback&, const Writeback&) = default;
+};
+
 struct GraphOutput {
   std::string name;
   ValueId value = -1;

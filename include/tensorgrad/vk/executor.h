@@ -16,11 +16,33 @@
 
 namespace tg::vk {
 
+// After every run, graph output `output` is copied on the device into resident input `input` (an
+// optimizer's update of a param or its state): the next run sees the new value without a host trip.
+using Writeback = tg::Writeback;
+
 struct ProgramOptions {
   // Bytes of sentinel after every value (rounded up to 4); check_guards() reports any overwritten.
   // 0: none. Guards turn memory reuse off (a debug mode): every guard then holds its sentinel
   // until the check.
   std::uint64_t guard_bytes = 0;
+  // Record a GPU timestamp before and after every dispatch (a query pool of 2 per dispatch);
+  // timings() then gives each dispatch's device time for the last run. Off: no queries recorded.
+  bool timestamps = false;
+  // Param and state inputs stay on the device between runs: write_input() sets them, read_input()
+  // reads them, run() needs only the data inputs (a resident input passed to run() is written
+  // first). Off: run() uploads every input each time.
+  bool resident_params = false;
+  // Applied after every committed run (see run()). Each input must be resident and of the output's
+  // type, and the target of one writeback at most. Writeback outputs are not read back by run():
+  // read the input instead.
+  std::vector<Writeback> writebacks;
+};
+
+// One dispatch's device time in the last run (ProgramOptions::timestamps).
+struct DispatchTiming {
+  NodeId node = kNoNode;
+  std::string op;             // the op's registry name
+  double microseconds = 0.0;  // end minus start timestamp, in the device's timestamp period
 };
 
 struct ProgramStats {
@@ -40,12 +62,34 @@ class Program {
   ~Program();
 
   // Runs the graph. Throws RuntimeError naming the input when one is missing, unknown, or of the
-  // wrong type (the same checks as tg::interpret), DeviceError when the device fails.
-  TensorMap run(const TensorMap& inputs);
+  // wrong type (the same checks as tg::interpret), RuntimeError naming the op, the value and the
+  // call site when an index or target is out of range, DeviceError when the device fails (a lost
+  // device also makes the context unusable). Returns the outputs except writeback sources.
+  // Writebacks cost no copy: each (output, input) pair owns two device slots that the program's two
+  // recordings use in swapped roles, and a committed run flips which recording replays next. With
+  // commit_writebacks = false the run's writebacks wait for commit(); a run that throws, or one never
+  // committed, leaves params and state as they were.
+  TensorMap run(const TensorMap& inputs, bool commit_writebacks = true);
+  // Accepts the writebacks of the last run made with commit_writebacks = false; throws tg::Error if
+  // there is none (or it was committed already, or another run came after it).
+  void commit();
+
+  // Resident inputs (ProgramOptions::resident_params). write_input checks the name and type like
+  // run() and throws tg::Error for an input that is not resident.
+  void write_input(std::string_view name, const HostTensor& value);
+  HostTensor read_input(std::string_view name) const;
+  bool is_resident(std::string_view name) const;
 
   // After a run: one line per value whose guard region no longer holds the sentinel, naming the
   // value and the node that produced it. Empty when every guard is intact (or there are none).
   std::vector<std::string> check_guards() const;
+
+  // Per-dispatch device times of the last run, in dispatch order; empty without
+  // ProgramOptions::timestamps or before the first run.
+  std::vector<DispatchTiming> timings() const;
+  // Device time from the first dispatch's start to the last dispatch's end in the last run (uploads
+  // and readback excluded); 0 without timestamps.
+  double dispatch_span_microseconds() const;
 
   const ProgramStats& stats() const;
   const Graph& graph() const;

@@ -1,0 +1,242 @@
+// Recording a planned program: uploads, dispatches with barriers only on hazards, optional
+// timestamps, index-check status words, writebacks and readbacks, all into one command buffer.
+#include "vk/executor_recording.h"
+
+#include <algorithm>
+
+#include "tensorgrad/ir/error.h"
+#include "tensorgrad/vk/error.h"
+
+namespace tg::vk {
+
+namespace {
+
+struct Range {
+  std::uint64_t begin = 0, end = 0;
+  bool overlaps(const Range& o) const { return begin < o.end && o.begin < end; }
+};
+
+bool overlaps_any(const Range& r, const std::vector<Range>& set) {
+  return std::any_of(set.begin(), set.end(), [&](const Range& o) { return r.overlaps(o); });
+}
+
+void memory_barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAccessFlags src_access,
+                    VkPipelineStageFlags dst_stage, VkAccessFlags dst_access) {
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = src_access;
+  barrier.dstAccessMask = dst_access;
+  vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+}
+
+// Pipelines are shared by launches of the same shader and binding count.
+std::string pipeline_key(const KernelLaunch& l, std::size_t bindings) {
+  return l.shader + "#" + std::to_string(bindings) + "#" + std::to_string(l.push.size());
+}
+
+}  // namespace
+
+TimestampPool::TimestampPool(std::shared_ptr<Context> context, std::uint32_t count)
+    : context_(std::move(context)), count_(count) {
+  VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+  info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+  info.queryCount = std::max<std::uint32_t>(count, 1);
+  context_->check(vkCreateQueryPool(context_->device(), &info, nullptr, &pool_), "vkCreateQueryPool (timestamps)");
+}
+
+TimestampPool::~TimestampPool() {
+  if (pool_ != VK_NULL_HANDLE) {
+    context_->drain_if_unusable();
+    vkDestroyQueryPool(context_->device(), pool_, nullptr);
+  }
+}
+
+// Records one replayable command buffer over `slots` (the plan's, or with every writeback pair
+// swapped). Counts dispatches and barriers into `stats` when given.
+std::unique_ptr<CommandBuffer> record_commands(RecordedProgram& r, const RecordingRequest& request,
+                                               const std::vector<ValueSlot>& slots,
+                                               const std::vector<std::uint64_t>& status_offsets, ProgramStats* stats) {
+  const Graph& graph = request.graph;
+  const DeviceInfo& info = r.device.context()->info();
+  std::size_t dispatches = 0;
+  auto commands = std::make_unique<CommandBuffer>(r.device.context());
+  commands->begin(/*one_time=*/false);
+  VkCommandBuffer c = commands->handle();
+  // Order this replay's transfers and dispatches after everything the previous replay did (its
+  // dispatches, writebacks and readback).
+  memory_barrier(c, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                 VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                 VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                 VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_SHADER_READ_BIT |
+                     VK_ACCESS_SHADER_WRITE_BIT);
+  if (r.timestamps) vkCmdResetQueryPool(c, r.timestamps->handle(), 0, r.timestamps->count());
+  std::vector<VkBufferCopy> copies;
+  for (std::size_t i = 0; i < graph.inputs().size(); ++i) {
+    const ValueSlot& s = slots[static_cast<std::size_t>(graph.inputs()[i].value)];
+    if (!request.resident[i] && graph.type(graph.inputs()[i].value).size() > 0) {
+      copies.push_back({r.in_offsets[i], s.offset, s.bytes});
+    }
+  }
+  if (!copies.empty()) {
+    vkCmdCopyBuffer(c, r.staging_in.handle(), r.device.handle(), static_cast<std::uint32_t>(copies.size()),
+                    copies.data());
+  }
+  if (!r.checks.empty()) vkCmdFillBuffer(c, r.status.handle(), 0, VK_WHOLE_SIZE, k_no_bad_element);
+  memory_barrier(c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+
+  // Ranges written and read by dispatches since the last barrier.
+  std::vector<Range> written, read;
+  for (std::size_t n = 0; n < request.launches.size(); ++n) {
+    const KernelLaunch& l = request.launches[n];
+    if (l.items == 0) continue;
+    const std::size_t binding_count = l.bindings.size() + (l.index_check ? 1 : 0);
+    const ComputePipeline& pipeline = *r.pipelines.at(pipeline_key(l, binding_count));
+    std::vector<BufferBinding> bindings;
+    std::vector<Range> reads, writes;
+    for (std::size_t b = 0; b < l.bindings.size(); ++b) {
+      const ValueSlot& s = slots[static_cast<std::size_t>(l.bindings[b])];
+      bindings.push_back({&r.device, s.offset, s.bytes});
+      (b + l.writes >= l.bindings.size() ? writes : reads).push_back(Range{s.offset, s.offset + s.bytes});
+    }
+    // Each status word belongs to one dispatch: no hazard to track.
+    if (l.index_check) bindings.push_back({&r.status, status_offsets[n], 4});
+    bool hazard = false;
+    for (const Range& rd : reads) hazard = hazard || overlaps_any(rd, written);
+    for (const Range& w : writes) hazard = hazard || overlaps_any(w, written) || overlaps_any(w, read);
+    if (hazard) {
+      record_compute_barrier(c);
+      if (stats) ++stats->barriers;
+      written.clear();
+      read.clear();
+    }
+    written.insert(written.end(), writes.begin(), writes.end());
+    read.insert(read.end(), reads.begin(), reads.end());
+    const VkDescriptorSet set = r.pool->allocate(pipeline, bindings);
+    const std::uint64_t wanted = (l.items + l.group_size - 1) / l.group_size;
+    const auto groups =
+        static_cast<std::uint32_t>(std::min<std::uint64_t>({wanted, info.max_compute_work_group_count[0], 65535}));
+    const auto query = static_cast<std::uint32_t>(2 * dispatches);
+    if (r.timestamps) vkCmdWriteTimestamp(c, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, r.timestamps->handle(), query);
+    record_dispatch(c, pipeline, set, l.push, {groups, 1, 1});
+    if (r.timestamps) vkCmdWriteTimestamp(c, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, r.timestamps->handle(), query + 1);
+    if (stats) {
+      r.dispatch_nodes.push_back(static_cast<NodeId>(n));
+      ++stats->dispatches;
+    }
+    ++dispatches;
+  }
+
+  memory_barrier(c, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                 VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                 VK_ACCESS_TRANSFER_READ_BIT);
+  copies.clear();
+  for (std::size_t i = 0; i < graph.outputs().size(); ++i) {
+    const ValueId v = graph.outputs()[i].value;
+    const ValueSlot& s = slots[static_cast<std::size_t>(v)];
+    if (!request.unread_outputs.contains(v) && graph.type(v).size() > 0) {
+      copies.push_back({s.offset, r.out_offsets[i], s.bytes});
+    }
+  }
+  if (!copies.empty()) {
+    vkCmdCopyBuffer(c, r.device.handle(), r.staging_out.handle(), static_cast<std::uint32_t>(copies.size()),
+                    copies.data());
+  }
+  copies.clear();
+  for (std::size_t k = 0; k < r.checks.size(); ++k) {
+    copies.push_back({r.checks[k].status_offset, r.checks[k].readback_offset, 4});
+  }
+  if (!copies.empty()) {
+    vkCmdCopyBuffer(c, r.status.handle(), r.staging_out.handle(), static_cast<std::uint32_t>(copies.size()),
+                    copies.data());
+  }
+  memory_barrier(c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                 VK_ACCESS_HOST_READ_BIT);
+  commands->end();
+  return commands;
+}
+
+RecordedProgram record_program(const std::shared_ptr<Context>& ctx, const RecordingRequest& request,
+                               ProgramStats& stats) {
+  const Graph& graph = request.graph;
+  const BufferPlan& plan = request.plan;
+  const DeviceInfo& info = ctx->info();
+  RecordedProgram r;
+
+  r.device = Buffer(ctx, plan.total_bytes, MemoryUse::device);
+  if (plan.guard_bytes > 0) {
+    // The whole buffer starts as sentinel words, guards included.
+    std::vector<std::uint32_t> words(plan.total_bytes / 4, k_guard_word);
+    upload(r.device, std::as_bytes(std::span(words)));
+  }
+
+  std::uint64_t in_bytes = 0, out_bytes = 0;
+  for (std::size_t i = 0; i < graph.inputs().size(); ++i) {
+    r.in_offsets.push_back(in_bytes);
+    if (!request.resident[i]) in_bytes += plan.slots[static_cast<std::size_t>(graph.inputs()[i].value)].bytes;
+  }
+  for (const GraphOutput& out : graph.outputs()) {
+    r.out_offsets.push_back(out_bytes);
+    if (!request.unread_outputs.contains(out.value)) out_bytes += plan.slots[static_cast<std::size_t>(out.value)].bytes;
+  }
+
+  // One status word per index check, each at a bindable offset; read back after the outputs.
+  const std::uint64_t status_stride = std::max<std::uint64_t>(4, info.min_storage_buffer_offset_alignment);
+  std::vector<std::uint64_t> status_offsets(request.launches.size(), 0);
+  std::uint64_t status_bytes = 0;
+  for (std::size_t n = 0; n < request.launches.size(); ++n) {
+    const KernelLaunch& l = request.launches[n];
+    if (l.items == 0 || !l.index_check) continue;
+    status_offsets[n] = status_bytes;
+    r.checks.push_back({static_cast<NodeId>(n), *l.index_check, status_bytes, out_bytes + 4 * r.checks.size()});
+    status_bytes += status_stride;
+  }
+  if (status_bytes > 0) r.status = Buffer(ctx, status_bytes, MemoryUse::device);
+  r.staging_in = Buffer(ctx, std::max<std::uint64_t>(in_bytes, 4), MemoryUse::upload);
+  r.staging_out = Buffer(ctx, std::max<std::uint64_t>(out_bytes + 4 * r.checks.size(), 4), MemoryUse::readback);
+
+  // Pipelines (one per shader and binding count) and one descriptor set per dispatch.
+  std::uint32_t total_bindings = 0, sets = 0;
+  for (const KernelLaunch& l : request.launches) {
+    if (l.items == 0) continue;
+    const std::size_t bindings = l.bindings.size() + (l.index_check ? 1 : 0);
+    auto& p = r.pipelines[pipeline_key(l, bindings)];
+    if (!p) {
+      p = std::make_unique<ComputePipeline>(ctx, l.shader, static_cast<std::uint32_t>(bindings),
+                                            static_cast<std::uint32_t>(l.push.size()));
+    }
+    total_bindings += static_cast<std::uint32_t>(bindings);
+    ++sets;
+  }
+  const std::size_t parities = request.writebacks.empty() ? 1 : 2;
+  if (sets > 0) r.pool = std::make_unique<DescriptorPool>(ctx, sets * parities, total_bindings * parities);
+  if (request.timestamps) r.timestamps = std::make_unique<TimestampPool>(ctx, 2 * sets);
+  for (std::size_t parity = 0; parity < parities; ++parity) {
+    std::vector<ValueSlot> slots = plan.slots;
+    if (parity == 1) {
+      for (const auto& [from, to] : request.writebacks) {
+        std::swap(slots[static_cast<std::size_t>(from)], slots[static_cast<std::size_t>(to)]);
+      }
+    }
+    r.slots[parity] = slots;
+    r.commands[parity] = record_commands(r, request, slots, status_offsets, parity == 0 ? &stats : nullptr);
+  }
+  return r;
+}
+
+std::vector<double> read_timestamps(const RecordedProgram& recorded, Context& ctx) {
+  const DeviceInfo& info = ctx.info();
+  const std::uint32_t count = static_cast<std::uint32_t>(2 * recorded.dispatch_nodes.size());
+  std::vector<double> out;
+  if (!recorded.timestamps || count == 0) return out;
+  std::vector<std::uint64_t> ticks(count);
+  const VkResult result = vkGetQueryPoolResults(ctx.device(), recorded.timestamps->handle(), 0, count, ticks.size() * 8,
+                                                ticks.data(), 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+  ctx.check(result, "vkGetQueryPoolResults (timestamps)");
+  const std::uint64_t first = ticks[0];
+  out.reserve(count);
+  for (std::uint64_t t : ticks)
+    out.push_back(static_cast<double>(static_cast<std::int64_t>(t - first)) * info.timestamp_period / 1000.0);
+  return out;
+}
+
+}  // namespace tg::vk

@@ -1,0 +1,88 @@
+#pragma once
+// Internal: recording a planned program into one reusable command buffer, and what the recording
+// owns (the device buffer, staging buffers, pipelines, descriptor sets, timestamp queries, index-check
+// status words). tg::vk::Program (executor.cpp) replays it.
+#include <array>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensorgrad/vk/context.h"
+#include "tensorgrad/vk/executor.h"
+#include "vk/buffer.h"
+#include "vk/commands.h"
+#include "vk/compute.h"
+#include "vk/kernels/kernels.h"
+#include "vk/plan.h"
+
+namespace tg::vk {
+
+// The status word of an index check before any invocation has reported a bad element.
+inline constexpr std::uint32_t k_no_bad_element = 0xFFFFFFFFu;
+
+struct RecordedCheck {
+  NodeId node = kNoNode;
+  IndexCheck index;
+  std::uint64_t status_offset = 0;    // of its status word in the status buffer
+  std::uint64_t readback_offset = 0;  // of its status word in staging_out
+};
+
+// A query pool of timestamps; destroyed with the recording.
+class TimestampPool {
+ public:
+  TimestampPool(std::shared_ptr<Context> context, std::uint32_t count);
+  TimestampPool(const TimestampPool&) = delete;
+  TimestampPool& operator=(const TimestampPool&) = delete;
+  ~TimestampPool();
+  VkQueryPool handle() const { return pool_; }
+  std::uint32_t count() const { return count_; }
+
+ private:
+  std::shared_ptr<Context> context_;
+  VkQueryPool pool_ = VK_NULL_HANDLE;
+  std::uint32_t count_ = 0;
+};
+
+struct RecordedProgram {
+  Buffer device;  // every value, at the plan's offsets
+  Buffer status;  // one word per index check, at offsets aligned for binding
+  Buffer staging_in, staging_out;
+  std::vector<std::uint64_t> in_offsets;   // staging offset per graph input (unused when resident)
+  std::vector<std::uint64_t> out_offsets;  // readback offset per graph output
+  std::vector<RecordedCheck> checks;
+  std::vector<NodeId> dispatch_nodes;  // the node of each recorded dispatch, in order
+  std::map<std::string, std::unique_ptr<ComputePipeline>> pipelines;
+  std::unique_ptr<DescriptorPool> pool;
+  std::unique_ptr<TimestampPool> timestamps;
+  // Writebacks without copies: each (output, input) pair has two slots, and the two recordings swap
+  // them. Replay `parity` reads the inputs from slots[parity] and writes the outputs into the other
+  // slot of each pair; after a completed run the program flips parity, so the new values become the
+  // inputs. A run that is not committed leaves parity alone: the params are as they were.
+  // Without writebacks only recording 0 exists.
+  std::array<std::vector<ValueSlot>, 2> slots;
+  std::array<std::unique_ptr<CommandBuffer>, 2> commands;
+};
+
+struct RecordingRequest {
+  const Graph& graph;
+  const BufferPlan& plan;
+  const std::vector<KernelLaunch>& launches;                   // one per node, in node order
+  const std::vector<bool>& resident;                           // per graph input: not uploaded by the replay
+  const std::vector<std::pair<ValueId, ValueId>>& writebacks;  // output value <-> input value
+  const std::set<ValueId>& unread_outputs;                     // outputs not read back
+  bool timestamps = false;
+};
+
+// Allocates what the program needs and records the command buffer. Fills stats' dispatch and
+// barrier counts.
+RecordedProgram record_program(const std::shared_ptr<Context>& ctx, const RecordingRequest& request,
+                               ProgramStats& stats);
+
+// After a replay with timestamps: each dispatch's start and end in microseconds since the first
+// dispatch's start (2 per dispatch).
+std::vector<double> read_timestamps(const RecordedProgram& recorded, Context& ctx);
+
+}  // namespace tg::vk
