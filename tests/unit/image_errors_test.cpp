@@ -89,6 +89,9 @@ TEST(MaxPool2d, RefusesBadShapesAndOptions) {
   expect_shape_error(pool({1, 1, 4, 4}, 2, {.stride = 0}), "max_pool2d", {"stride must be >= 1, got 0"});
   expect_shape_error(pool({1, 1, 2, 4}, 3, {.stride = 1}), "max_pool2d", {"kernel height 3 exceeds", "no output"});
   expect_shape_error(pool({4, 4}, 2, {}), "max_pool2d", {"input must be 4-D"});
+  // Padding half an even kernel would give windows over an empty plane: nothing to choose from.
+  expect_shape_error(pool({1, 1, 0, 3}, 2, {.padding = 1}), "max_pool2d",
+                     {"max pooling needs a non-empty image, got height 0 and width 3"});
   expect_shape_error(
       [](tg::GraphBuilder& b) {
         tg::max_pool2d_grad(b.input("x", f32({1, 1, 4, 4})), b.input("g", f32({1, 1, 3, 3})), 2, 2, 0);

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "tensorgrad/tensorgrad.h"
+#include "tensorgrad/vk/executor.h"
 
 namespace tg {
 namespace {
@@ -23,6 +24,7 @@ TEST(Registry, EveryOpHasEveryPart) {
     }
     EXPECT_NE(def.samples, nullptr) << "missing sample generator";
     EXPECT_TRUE(interp_has_kernel(op)) << "missing interpreter kernel";
+    EXPECT_TRUE(vk::has_kernel(op)) << "missing Vulkan kernel (src/vk/kernels/<family>.cpp and its shader)";
     EXPECT_EQ(find_op(def.name), op);
   }
 }

@@ -179,6 +179,10 @@ void require_pool_options(const Attrs& attrs) {
 }
 
 Shape pooled_shape(const Attrs& attrs, const Shape& x) {
+  // An empty plane with padding would still give windows, all of padding: no element to choose.
+  if (x[2] < 1 || x[3] < 1) {
+    rules::rule_broken("max pooling needs a non-empty image, got height " + str(x[2]) + " and width " + str(x[3]));
+  }
   const auto k = attrs.integer("kernel");
   const auto s = attrs.integer("stride");
   const auto p = attrs.integer("padding");

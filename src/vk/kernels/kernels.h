@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,19 @@
 
 namespace tg::vk {
 
+// An index check (embedding, one_hot, take_along_axis, scatter_add, nll_loss, cross_entropy): the
+// executor binds ONE more storage buffer after the launch's own bindings, `uint first_bad[]` with one
+// word, set to 0xFFFFFFFF before every run. The shader does atomicMin(first_bad[0], e) for every
+// flat element e of `input` (an i32 value) outside [0, extent). After the run the executor reads
+// the word back and, when it changed, reads that element and throws the interpreter's RuntimeError:
+// "<op>: <what> <value> is out of range [0, <extent>) at element <e> (node %n <op>, created at ...)".
+// atomicMin keeps the report deterministic (the first bad element, whatever the schedule).
+struct IndexCheck {
+  ValueId input = -1;
+  std::int64_t extent = 0;
+  std::string what = "index";  // "index", "target"
+};
+
 struct KernelLaunch {
   std::string shader;             // shaders/<shader>.comp
   std::vector<ValueId> bindings;  // storage buffers 0..k-1: what the kernel reads, then what it writes
@@ -21,6 +35,7 @@ struct KernelLaunch {
   std::vector<std::byte> push;    // push constants, a multiple of 4 bytes
   std::uint64_t items = 0;        // invocations needed (the shaders loop grid-stride over them)
   std::uint32_t group_size = 256;
+  std::optional<IndexCheck> index_check;  // binds the extra status word described above
 };
 
 using KernelPlanFn = KernelLaunch (*)(const Graph& graph, const Node& node);
@@ -34,6 +49,10 @@ void register_structure_kernels(KernelPlanTable& table);
 void register_reduce_kernels(KernelPlanTable& table);
 void register_softmax_kernels(KernelPlanTable& table);
 void register_matmul_kernels(KernelPlanTable& table);
+void register_indexing_kernels(KernelPlanTable& table);
+void register_losses_kernels(KernelPlanTable& table);
+void register_image_kernels(KernelPlanTable& table);
+void register_random_kernels(KernelPlanTable& table);
 
 const KernelPlanTable& kernel_plan_table();
 

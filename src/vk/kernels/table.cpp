@@ -14,6 +14,10 @@ const KernelPlanTable& kernel_plan_table() {
     register_reduce_kernels(t);
     register_softmax_kernels(t);
     register_matmul_kernels(t);
+    register_indexing_kernels(t);
+    register_losses_kernels(t);
+    register_image_kernels(t);
+    register_random_kernels(t);
     return t;
   }();
   return table;

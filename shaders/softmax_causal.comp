@@ -1,0 +1,84 @@
+#version 450
+// softmax_causal over [..., T, T] score matrices: row r (of rows = elements / T) is matrix row
+// i = r % T, a softmax over its columns 0..i; columns past i are written as 0, exactly as the
+// interpreter does. Numerically stable: the visible maximum, then the sum of exp(x - max) over
+// the visible columns, then exp(x - max) / sum. The structure of shaders/softmax.comp with the
+// axis always last (contiguous) and the row length cut to the visible columns.
+//
+// Two modes, fixed per launch by the host, both deterministic:
+//   mode 0: one workgroup per row; invocation l folds visible columns l, l+256, ... in fp32, then
+//           a fixed-shape shared-memory tree (128, 64, ..., 1) combines the partials, once for the
+//           max and once for the sum; workgroups loop grid-stride over rows (rows > 65535).
+//   mode 1: one invocation per row, three sequential passes (short rows).
+
+layout(local_size_x = 256) in;
+const uint WG = 256;
+
+layout(push_constant) uniform Push {
+  uint mode;
+  uint rows;  // elements / T
+  uint len;   // T
+} pc;
+
+layout(std430, set = 0, binding = 0) readonly buffer In { float x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Out { float y[]; };
+
+shared float s_part[WG];
+
+// As std::max(m, v) in the interpreter: a NaN element never becomes the maximum (the row's
+// outputs are NaN anyway through the sum).
+float max_fold(float m, float v) { return v > m ? v : m; }
+
+// Columns a0, a0 + step, ... of the row: the softmax value where visible, 0 past it.
+void write_row(uint base, uint visible, uint a0, uint step, float m, float total) {
+  for (uint a = a0; a < pc.len; a += step) {
+    y[base + a] = a < visible ? exp(x[base + a] - m) / total : 0.0;
+  }
+}
+
+void main() {
+  const float neg_inf = uintBitsToFloat(0xff800000u);
+  if (pc.mode == 1u) {
+    const uint step = gl_NumWorkGroups.x * WG;
+    for (uint row = gl_GlobalInvocationID.x; row < pc.rows; row += step) {
+      const uint base = row * pc.len;
+      const uint visible = row % pc.len + 1u;
+      float m = neg_inf;
+      for (uint a = 0; a < visible; ++a) m = max_fold(m, x[base + a]);
+      float total = 0.0;
+      for (uint a = 0; a < visible; ++a) total += exp(x[base + a] - m);
+      write_row(base, visible, 0u, 1u, m, total);
+    }
+    return;
+  }
+
+  const uint lid = gl_LocalInvocationID.x;
+  for (uint row = gl_WorkGroupID.x; row < pc.rows; row += gl_NumWorkGroups.x) {
+    const uint base = row * pc.len;
+    const uint visible = row % pc.len + 1u;
+
+    float m = neg_inf;
+    for (uint a = lid; a < visible; a += WG) m = max_fold(m, x[base + a]);
+    s_part[lid] = m;
+    barrier();
+    for (uint s = WG / 2; s > 0; s >>= 1) {
+      if (lid < s) s_part[lid] = max_fold(s_part[lid], s_part[lid + s]);
+      barrier();
+    }
+    m = s_part[0];
+    barrier();  // everyone has read the max before s_part is reused
+
+    float total = 0.0;
+    for (uint a = lid; a < visible; a += WG) total += exp(x[base + a] - m);
+    s_part[lid] = total;
+    barrier();
+    for (uint s = WG / 2; s > 0; s >>= 1) {
+      if (lid < s) s_part[lid] = s_part[lid] + s_part[lid + s];
+      barrier();
+    }
+    total = s_part[0];
+    barrier();  // everyone has read the sum before the next row reuses s_part
+
+    write_row(base, visible, lid, WG, m, total);
+  }
+}

@@ -1,0 +1,88 @@
+// Launches of the losses family (shaders/losses.comp): nll_loss and cross_entropy over the last
+// (class) axis. Rows are the positions (every axis but the last), so no reshape is needed.
+// nll_loss and short cross-entropy rows get one invocation per row; long cross-entropy rows one
+// 256-invocation workgroup each (max and sum of exp combined by fixed-shape trees). A "sum" or
+// "mean" is done entirely by ONE workgroup in this one dispatch (per-invocation partials over rows
+// l, l+256, ..., then a tree): deterministic, no atomics, no scratch buffer. The targets are checked
+// through the executor's index check (IndexCheck, "target"), as the interpreter's RuntimeError.
+#include <string>
+
+#include "tensorgrad/ir/error.h"
+#include "vk/kernels/kernels.h"
+
+namespace tg::vk {
+
+namespace {
+
+constexpr std::uint32_t kGroupSize = 256;
+// Up to this many classes a cross-entropy row is one invocation's work (as softmax.cpp).
+constexpr std::int64_t kSerialClasses = 32;
+
+enum : std::uint32_t { kNll = 0, kCrossEntropy = 1 };
+enum : std::uint32_t { kSerial = 0, kGroup = 1 };
+enum : std::uint32_t { kNone = 0, kMean = 1, kSum = 2 };
+
+struct LossPush {
+  std::uint32_t op = 0;
+  std::uint32_t mode = 0;
+  std::uint32_t reduction = 0;
+  std::uint32_t positions = 0;
+  std::uint32_t classes = 0;
+};
+static_assert(sizeof(LossPush) == 20);
+
+std::uint32_t reduction_code(const Node& node) {
+  const std::string& reduction = node.attrs.string("reduction");
+  if (reduction == "none") return kNone;
+  if (reduction == "mean") return kMean;
+  if (reduction == "sum") return kSum;
+  // The shape rule refuses anything else before a graph can reach the executor.
+  throw Error("Vulkan kernel for '" + std::string(op_name(node.op)) + "': unknown reduction \"" + reduction + "\"");
+}
+
+KernelLaunch plan_loss(const Graph& graph, const Node& node, std::uint32_t op) {
+  const TensorType& scores = graph.type(node.inputs[0]);
+  const std::int64_t classes = scores.shape.back();  // >= 1: checked by the shape rule
+  const std::int64_t positions = graph.type(node.inputs[1]).size();
+  if (scores.size() > 0xffffffffll) {
+    throw Error("Vulkan kernel for '" + std::string(op_name(node.op)) + "' on " + scores.to_string() + " and " +
+                graph.type(node.inputs[1]).to_string() + ": more than 2^32-1 elements");
+  }
+  LossPush push;
+  push.op = op;
+  push.mode = (op == kNll || classes <= kSerialClasses) ? kSerial : kGroup;
+  push.reduction = reduction_code(node);
+  push.positions = static_cast<std::uint32_t>(positions);
+  push.classes = static_cast<std::uint32_t>(classes);
+
+  KernelLaunch launch;
+  launch.shader = "losses";
+  launch.bindings = {node.inputs[0], node.inputs[1], node.output};
+  launch.group_size = kGroupSize;
+  const auto rows = static_cast<std::uint64_t>(positions);
+  if (push.reduction != kNone) {
+    // One workgroup, even for no rows: the scalar output (0 or NaN) must still be written.
+    launch.items = kGroupSize;
+  } else {
+    launch.items = push.mode == kSerial ? rows : rows * kGroupSize;
+  }
+  launch.index_check = IndexCheck{node.inputs[1], classes, "target"};
+  append_pod(launch.push, push);
+  return launch;
+}
+
+template <std::uint32_t Op>
+KernelLaunch plan(const Graph& graph, const Node& node) {
+  return plan_loss(graph, node, Op);
+}
+
+constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
+
+}  // namespace
+
+void register_losses_kernels(KernelPlanTable& table) {
+  table[slot(OpId::NllLoss)] = plan<kNll>;
+  table[slot(OpId::CrossEntropy)] = plan<kCrossEntropy>;
+}
+
+}  // namespace tg::vk

@@ -1,0 +1,386 @@
+// The image family (conv2d, conv2d_input_grad, conv2d_weight_grad, max_pool2d, max_pool2d_grad) on
+// the Vulkan executor against the f64 oracle: the ops' own samples, their gradient graphs (first
+// and, through the convolution adjoints, second order), both shader modes of every op (one
+// invocation per output element, and one workgroup per element for long sums and large windows),
+// edge shapes (1x1 kernels and images, stride above the kernel, windows entirely in the padding,
+// empty channel and batch dims), a grid-stride loop past the executor's 65535 workgroups, pooling
+// ties, NaN, signed zeros and infinities routed as the interpreter routes them, and the refusal of
+// geometry the shaders cannot index. Convolutions meet the op's tolerance class; pooling values
+// and pooled gradients of small integers are exact. Under the validation layer when
+// TG_VK_VALIDATION=1.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "property/graph_gen.h"
+#include "support/tolerance.h"
+#include "tensorgrad/tensorgrad.h"
+#include "tensorgrad/vk/executor.h"
+#include "vk_test_support.h"
+
+namespace tg::vk {
+namespace {
+
+using testing::VkTest;
+
+constexpr OpId kFamily[] = {OpId::Conv2d, OpId::Conv2dInputGrad, OpId::Conv2dWeightGrad, OpId::MaxPool2d,
+                            OpId::MaxPool2dGrad};
+
+HostTensor random_f32(Shape shape, std::uint32_t seed, float lo = -2.f, float hi = 2.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<std::size_t>(num_elements(shape)));
+  for (float& x : v) x = dist(rng);
+  return HostTensor::f32(std::move(shape), v);
+}
+
+// Small integers: sums of a few of them are exact in f32, so pooled gradients compare exactly.
+HostTensor small_ints(Shape shape, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> dist(-3, 3);
+  std::vector<float> v(static_cast<std::size_t>(num_elements(shape)));
+  for (float& x : v) x = static_cast<float>(dist(rng));
+  return HostTensor::f32(std::move(shape), v);
+}
+
+// The bound the property suites allow an f32 run of g: graph_tolerance relative to max(1, the
+// largest finite |value| of the f64 run, `oracle` with keep_all_values).
+double f32_tolerance(const Graph& g, const InterpResult& oracle) {
+  double scale = 1.0;
+  for (const HostTensor& t : oracle.values)
+    for (double v : t.values)
+      if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
+  return tg::testing::graph_tolerance(g) * scale;
+}
+
+double f32_tolerance(const Graph& g, const TensorMap& in) {
+  return f32_tolerance(g, interpret(g, in, {.compute = ComputeType::f64, .keep_all_values = true}));
+}
+
+// Runs g on Vulkan and on the f64 oracle. Each output within its bound in `tolerance` (absent:
+// exact, NaN matching NaN). With `thorough`, also a replay that must repeat the bits and a run with
+// guard regions (no write outside a value).
+void check(const std::shared_ptr<Context>& ctx, const Graph& g, const TensorMap& in,
+           const std::map<std::string, double>& tolerance, bool thorough = true) {
+  const TensorMap want = interpret(g, in, {.compute = ComputeType::f64}).outputs;
+  const auto expect_matches = [&](const TensorMap& got) {
+    for (const auto& [name, w] : want) {
+      const HostTensor& out = got.at(name);
+      ASSERT_EQ(out.type, w.type) << name;
+      const auto bound = tolerance.find(name);
+      const double tol = bound == tolerance.end() ? 0.0 : bound->second;
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < w.values.size(); ++i) {
+        const double e = w.values[i], v = out.values[i];
+        const bool ok = (std::isnan(e) && std::isnan(v)) || (v == e && std::signbit(v) == std::signbit(e)) ||
+                        (tol > 0 && std::fabs(v - e) <= tol);
+        if (!ok && ++bad <= 5) {
+          ADD_FAILURE() << name << "[" << i << "]: Vulkan " << v << ", f64 oracle " << e << " (allowed " << tol << ")";
+        }
+      }
+      EXPECT_EQ(bad, 0u) << name << ": elements off";
+    }
+  };
+  Program program(ctx, g);
+  const TensorMap first = program.run(in);
+  expect_matches(first);
+  if (!thorough) return;
+  const TensorMap again = program.run(in);
+  for (const auto& [name, t] : first) {
+    EXPECT_EQ(0, std::memcmp(t.values.data(), again.at(name).values.data(), t.values.size() * sizeof(double)))
+        << name << " not bitwise replayable";
+  }
+  Program guarded(ctx, g, {.guard_bytes = 64});
+  expect_matches(guarded.run(in));
+  EXPECT_TRUE(guarded.check_guards().empty()) << testing::join_lines(guarded.check_guards());
+}
+
+// One output, compared under graph_tolerance (or exactly).
+void check_one(const std::shared_ptr<Context>& ctx, const Graph& g, const TensorMap& in, bool exact = false) {
+  std::map<std::string, double> tolerance;
+  if (!exact)
+    for (const auto& out : g.outputs()) tolerance[out.name] = f32_tolerance(g, in);
+  check(ctx, g, in, tolerance);
+}
+
+// Samples of one op, gathered into one graph (one Program, so pipelines compile once), each sample
+// compared with its own single-op bound. Pooling is exact: max_pool2d selects, and max_pool2d_grad's
+// samples feed small-integer gradients whose sums f32 holds exactly.
+TEST_F(VkTest, ImageSamplesMatchTheF64Oracle) {
+  auto ctx = make_context();
+  for (const OpId op : kFamily) {
+    ASSERT_TRUE(has_kernel(op)) << op_name(op);
+    const bool exact = op == OpId::MaxPool2d || op == OpId::MaxPool2dGrad;
+    GraphBuilder b(std::string(op_name(op)) + "_samples");
+    TensorMap inputs;
+    std::map<std::string, double> tolerance;
+    std::string described;
+    for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+      SampleRng rng(seed * 7919 + static_cast<std::uint64_t>(op));
+      const auto sample = op_def(op).samples(rng, std::nullopt);
+      ASSERT_TRUE(sample.has_value());
+      const tg::testing::GraphCase c = tg::testing::build_single_op(op, *sample, rng);
+      const std::string tag = "s" + std::to_string(seed);
+      std::vector<Tensor> operands;
+      for (std::size_t i = 0; i < sample->inputs.size(); ++i) {
+        const std::string name = tag + "_x" + std::to_string(i);
+        operands.push_back(b.input(name, sample->inputs[i]));
+        inputs.emplace(name, c.inputs.at("x" + std::to_string(i)));
+      }
+      b.output(tag, b.emit(op, operands, sample->attrs, SourceLoc{"vk_image_test", 1, 0}));
+      if (!exact) tolerance[tag] = f32_tolerance(c.graph, c.inputs);
+      described += tag + ":" + print_graph(c.graph, {.locations = false});
+    }
+    SCOPED_TRACE(std::string(op_name(op)) + " samples\n" + described);
+    check(ctx, b.take(), inputs, tolerance);
+  }
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+// Gradient graphs (loss = sum(y * w)) of the differentiable ops on a few samples: conv2d's gradient
+// runs both adjoints, the adjoints' gradients run conv2d and each other (second order), and
+// max_pool2d's runs max_pool2d_grad. A graph needing an op with no Vulkan kernel yet is skipped
+// naming it, after every graph that can run has been checked.
+TEST_F(VkTest, ImageGradientGraphsMatchTheF64Oracle) {
+  auto ctx = make_context();
+  std::vector<std::string> missing;
+  for (const OpId op : kFamily) {
+    if (!op_def(op).differentiable) continue;
+    for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+      SampleRng rng(seed * 104729 + static_cast<std::uint64_t>(op));
+      const auto sample = op_def(op).samples(rng, std::nullopt);
+      ASSERT_TRUE(sample.has_value());
+      tg::testing::GraphCase c = tg::testing::build_single_op(op, *sample, rng);
+      const ValueId y = *c.graph.find_output("y");
+      const TensorType y_type = c.graph.type(y);
+      GraphBuilder b(c.graph.name());
+      b.mutable_graph() = c.graph;
+      {
+        TracingScope scope(b);
+        b.output("loss", sum(b.wrap(y) * b.input("w", y_type)));
+      }
+      c.inputs.emplace("w", random_f32(y_type.shape, static_cast<std::uint32_t>(seed)));
+      std::vector<std::string> wrt;
+      for (const auto& in : c.graph.inputs()) wrt.push_back(in.name);
+      const Graph grads = differentiate(b.take(), {.loss = "loss", .wrt = wrt});
+      const auto lacking =
+          std::find_if(grads.nodes().begin(), grads.nodes().end(), [](const Node& n) { return !has_kernel(n.op); });
+      if (lacking != grads.nodes().end()) {
+        missing.push_back(std::string(op_name(op)) + "'s gradient needs '" + std::string(op_name(lacking->op)) + "'");
+        continue;
+      }
+      SCOPED_TRACE(std::string(op_name(op)) + " gradient, seed " + std::to_string(seed) + "\n" +
+                   print_graph(grads, {.locations = false}));
+      const double tol = f32_tolerance(grads, c.inputs);
+      std::map<std::string, double> tolerance;
+      for (const auto& out : grads.outputs()) tolerance[out.name] = tol;
+      check(ctx, grads, c.inputs, tolerance, false);
+    }
+  }
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+  if (!missing.empty()) {
+    std::sort(missing.begin(), missing.end());
+    missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+    GTEST_SKIP() << "no Vulkan kernel yet for:\n" << testing::join_lines(missing);
+  }
+}
+
+// Sums past the one-invocation limits (4096 terms for conv2d and its input gradient, 256 for the
+// weight gradient) take the workgroup tree; short ones of the same ops, in the same graph, the
+// serial path. Strides 1 to 3 and padding 0 to 2, so taps are skipped at every border.
+TEST_F(VkTest, ImageConvolutionsBothModesStridesAndPadding) {
+  auto ctx = make_context();
+  struct Case {
+    Shape x, w;
+    std::int64_t stride, padding;
+  };
+  const Case cases[] = {
+      {{2, 3, 9, 11}, {4, 3, 3, 2}, 1, 1},     // short sums
+      {{1, 2, 7, 7}, {3, 2, 3, 3}, 2, 2},      // stride 2, wide padding
+      {{2, 1, 10, 8}, {2, 1, 2, 3}, 3, 1},     // stride above the kernel width: columns skipped
+      {{1, 600, 4, 5}, {2, 600, 3, 3}, 1, 1},  // conv2d: 5400 terms (tree)
+      {{2, 2, 5, 4}, {700, 2, 3, 3}, 2, 1},    // conv2d_input_grad: 6300 candidate taps (tree)
+      {{3, 2, 40, 37}, {2, 2, 3, 3}, 1, 1},    // conv2d_weight_grad: 3*40*37 = 4440 terms (tree)
+  };
+  int index = 0;
+  for (const Case& k : cases) {
+    SCOPED_TRACE("case " + std::to_string(index));
+    GraphBuilder b("conv_" + std::to_string(index));
+    TracingScope scope(b);
+    Tensor x = b.input("x", {DType::f32, k.x});
+    Tensor w = b.input("w", {DType::f32, k.w});
+    const Conv2dOptions opts{.stride = k.stride, .padding = k.padding};
+    Tensor y = conv2d(x, w, opts);
+    Tensor g = b.input("g", y.type());
+    b.output("y", y);
+    b.output("dx", conv2d_input_grad(g, w, k.x[2], k.x[3], opts));
+    b.output("dw", conv2d_weight_grad(x, g, k.w[2], k.w[3], opts));
+    const Graph graph = b.take();
+    const TensorMap in{{"x", random_f32(k.x, 100 + index)},
+                       {"w", random_f32(k.w, 200 + index)},
+                       {"g", random_f32(graph.type(*graph.find_output("y")).shape, 300 + index)}};
+    check_one(ctx, graph, in);
+    ++index;
+  }
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+// Size-1 everything, a kernel as large as the padded image, windows lying wholly in the padding
+// (zeros), and empty operands: C = 0 (every output a sum of no terms), N = 0 (empty outputs launch
+// nothing) and an image of 0x0 whose padding alone gives a 2x2 output.
+TEST_F(VkTest, ImageConvolutionEdgeShapes) {
+  auto ctx = make_context();
+  GraphBuilder b("conv_edges");
+  TracingScope scope(b);
+  Tensor one = b.input("one", {DType::f32, {1, 1, 1, 1}});
+  Tensor one_w = b.input("one_w", {DType::f32, {1, 1, 1, 1}});
+  Tensor img = b.input("img", {DType::f32, {2, 3, 4, 5}});
+  Tensor full_w = b.input("full_w", {DType::f32, {2, 3, 6, 7}});
+  Tensor wide_w = b.input("wide_w", {DType::f32, {1, 3, 1, 1}});
+  Tensor no_c = b.input("no_c", {DType::f32, {2, 0, 4, 4}});
+  Tensor no_c_w = b.input("no_c_w", {DType::f32, {3, 0, 2, 2}});
+  Tensor no_n = b.input("no_n", {DType::f32, {0, 3, 4, 5}});
+  Tensor no_hw = b.input("no_hw", {DType::f32, {1, 1, 0, 0}});
+  b.output("one", conv2d(one, one_w));
+  b.output("one_padded", conv2d(one, one_w, {.padding = 2}));                 // 5x5, only the centre nonzero
+  b.output("full", conv2d(img, full_w, {.padding = 1}));                      // one window covering the padded image
+  b.output("strided_1x1", conv2d(img, wide_w, {.stride = 3, .padding = 2}));  // corners in the padding
+  b.output("no_c", conv2d(no_c, no_c_w, {.padding = 1}));
+  b.output("no_c_dw", conv2d_weight_grad(no_c, b.input("no_c_g", {DType::f32, {2, 5, 4, 4}}), 1, 1, {}));  // empty dw
+  b.output("no_n", conv2d(no_n, full_w, {.padding = 1}));
+  b.output("no_n_dw", conv2d_weight_grad(no_n, b.input("no_n_g", {DType::f32, {0, 2, 1, 1}}), 6, 7, {.padding = 1}));
+  b.output("no_hw", conv2d(no_hw, one_w, {.padding = 1}));
+  b.output("no_hw_dw", conv2d_weight_grad(no_hw, b.input("no_hw_g", {DType::f32, {1, 4, 2, 2}}), 1, 1, {.padding = 1}));
+  b.output("one_dx", conv2d_input_grad(b.input("one_g", {DType::f32, {1, 1, 5, 5}}), one_w, 1, 1, {.padding = 2}));
+  const Graph g = b.take();
+  TensorMap in;
+  std::uint32_t seed = 1;
+  for (const auto& input : g.inputs()) in.emplace(input.name, random_f32(g.type(input.value).shape, seed++));
+  check_one(ctx, g, in);
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+// Grid-stride loops past the executor's 65535 workgroups. Serial mode: more than 65535 * 256
+// output elements, from a strided transposed convolution whose 4097x4097 output is mostly out of
+// reach of any tap (so the operands stay small); taps land on every 64th row and column, the last
+// of them in the grid's second pass. Workgroup mode: 66049 weight elements of 257 terms each. On
+// lavapipe a workgroup costs ~70 us however little it does, so that half (~5 s there) runs on GPUs
+// only; the serial half (~3 s on lavapipe) runs everywhere.
+TEST_F(VkTest, ImageGridStrideWrapsPastTheWorkgroupLimit) {
+  auto ctx = make_context();
+  const bool on_gpu = ctx->info().type != DeviceType::cpu;
+  GraphBuilder b("conv_wrap");
+  TracingScope scope(b);
+  Tensor g = b.input("g", {DType::f32, {1, 2, 65, 65}});
+  Tensor w = b.input("w", {DType::f32, {2, 1, 1, 1}});
+  b.output("dx", conv2d_input_grad(g, w, 4097, 4097, {.stride = 64}));
+  TensorMap in{{"g", random_f32({1, 2, 65, 65}, 1)}, {"w", random_f32({2, 1, 1, 1}, 2)}};
+  if (on_gpu) {
+    Tensor x = b.input("x", {DType::f32, {1, 257, 1, 257}});
+    Tensor gy = b.input("gy", {DType::f32, {1, 257, 1, 257}});
+    b.output("dw", conv2d_weight_grad(x, gy, 1, 1, {}));
+    in.emplace("x", random_f32({1, 257, 1, 257}, 3));
+    in.emplace("gy", random_f32({1, 257, 1, 257}, 4));
+  }
+  const Graph graph = b.take();
+  const InterpResult oracle = interpret(graph, in, {.compute = ComputeType::f64, .keep_all_values = true});
+  const double tol = f32_tolerance(graph, oracle);
+  Program program(ctx, graph);
+  const TensorMap got = program.run(in);
+  for (const auto& [name, want] : oracle.outputs) {
+    const auto& v = got.at(name).values;
+    ASSERT_EQ(v.size(), want.values.size());
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) bad += std::fabs(v[i] - want.values[i]) <= tol ? 0 : 1;
+    EXPECT_EQ(bad, 0u) << name;
+  }
+  const std::size_t last = 4097u * 4097u - 1;  // row 4096, column 4096: a tap, in the wrapped pass
+  EXPECT_GT(last, 65535u * 256u);
+  EXPECT_NE(got.at("dx").values[last], 0.0);
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+// Pooling picks the interpreter's element: the first maximum on ties (including -0 against +0),
+// the first NaN over everything, -inf and +inf as ordinary values; the gradient goes to that element
+// and overlapping windows add up. Plus size-1 kernels, stride above the kernel, padding, and windows
+// large enough for the workgroup modes (4225 taps forward; up to 2x3 windows of 1089 taps backward).
+TEST_F(VkTest, ImagePoolingTiesNaNAndBothModes) {
+  auto ctx = make_context();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  // Plane 0 all ties; plane 1 signed zeros and infinities; plane 2 NaNs; plane 3 random.
+  std::vector<float> special(4 * 6 * 6);
+  for (int i = 0; i < 36; ++i) {
+    special[i] = 1.5f;
+    special[36 + i] = (i % 3 == 0) ? -0.0f : (i % 3 == 1 ? 0.0f : -inf);
+    special[72 + i] = (i % 7 == 3) ? nan : static_cast<float>(i % 5);
+    special[108 + i] = static_cast<float>((i * 17) % 11) - 5.0f;
+  }
+  special[36 + 20] = inf;
+  struct Pool {
+    std::int64_t kernel, stride, padding;
+  };
+  const Pool pools[] = {{1, 1, 0}, {2, 2, 0}, {3, 1, 1}, {3, 2, 1}, {2, 3, 1}, {4, 1, 2}, {6, 1, 3}};
+  GraphBuilder b("pool_special");
+  TracingScope scope(b);
+  Tensor x = b.input("x", {DType::f32, {2, 2, 6, 6}});
+  TensorMap in{{"x", HostTensor::f32({2, 2, 6, 6}, special)}};
+  int index = 0;
+  for (const Pool& p : pools) {
+    const std::string tag = std::to_string(index);
+    Tensor y = max_pool2d(x, p.kernel, {.stride = p.stride, .padding = p.padding});
+    Tensor g = b.input("g" + tag, y.type());
+    in.emplace("g" + tag, small_ints(y.shape(), 40 + index));
+    b.output("y" + tag, y);
+    b.output("dx" + tag, max_pool2d_grad(x, g, p.kernel, p.stride, p.padding));
+    ++index;
+  }
+  // Workgroup modes: a 65x65 window (4225 taps) forward; up to 2x3 covering windows of 33x33 backward.
+  Tensor big = b.input("big", {DType::f32, {1, 2, 65, 70}});
+  in.emplace("big", small_ints({1, 2, 65, 70}, 7));  // many ties among 7 values
+  Tensor big_y = max_pool2d(big, 65, {.stride = 1});
+  b.output("big_y", big_y);
+  Tensor mid = b.input("mid", {DType::f32, {2, 1, 34, 35}});
+  in.emplace("mid", small_ints({2, 1, 34, 35}, 8));
+  Tensor mid_y = max_pool2d(mid, 33, {.stride = 1});  // 2x3 windows
+  Tensor mid_g = b.input("mid_g", mid_y.type());
+  in.emplace("mid_g", small_ints(mid_y.shape(), 9));
+  b.output("mid_y", mid_y);
+  b.output("mid_dx", max_pool2d_grad(mid, mid_g, 33, 1, 0));
+  check(ctx, b.take(), in, {});
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+// Geometry beyond the shaders' int indexing is refused before anything runs, naming the op and the
+// operand types: a padding of 2^31 (the output stays 2x2 through an equally large stride).
+TEST_F(VkTest, ImageRefusesGeometryBeyondIntIndexing) {
+  auto ctx = make_context();
+  const std::int64_t huge = std::int64_t{1} << 31;
+  GraphBuilder b("huge_padding");
+  TracingScope scope(b);
+  Tensor x = b.input("x", {DType::f32, {1, 1, 1, 1}});
+  Tensor w = b.input("w", {DType::f32, {1, 1, 1, 1}});
+  b.output("y", conv2d(x, w, {.stride = 2 * huge, .padding = huge}));
+  const Graph g = b.take();
+  ASSERT_EQ(g.type(*g.find_output("y")).shape, (Shape{1, 1, 2, 2}));
+  try {
+    Program program(ctx, g);
+    FAIL() << "compiled a conv2d with padding 2^31";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'conv2d'"), std::string::npos) << what;
+    EXPECT_NE(what.find("f32[1,1,1,1]"), std::string::npos) << what;
+    EXPECT_NE(what.find("int range"), std::string::npos) << what;
+  }
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+}  // namespace
+}  // namespace tg::vk
