@@ -1,0 +1,101 @@
+#pragma once
+// tg::Session: one graph compiled for one backend — the interpreter in float or double, or a
+// Vulkan device — behind one API: set params and state once (they stay with the backend), run with
+// the data inputs, read outputs; writebacks carry an update (an optimizer's) from an output into an
+// input after every run, on the backend. run() never throws: it returns a RunResult that is either
+// completed (outputs) or failed (a typed error). The training API is built on it.
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "tensorgrad/interp/host_tensor.h"
+#include "tensorgrad/ir/graph.h"
+#include "tensorgrad/vk/context.h"
+#include "tensorgrad/vk/executor.h"
+
+namespace tg {
+
+enum class Backend : std::uint8_t {
+  interp_f32,  // the TBB interpreter computing in float: a CPU backend
+  interp_f64,  // the oracle: every float in double
+  vulkan,      // tg::vk::Program on a Vulkan device (a GPU, or lavapipe on a CPU)
+};
+std::string_view backend_name(Backend backend);
+
+struct SessionOptions {
+  Backend backend = Backend::interp_f32;
+  // Vulkan: the device to use; null creates one (TG_VK_DEVICE or the best device, see Context).
+  std::shared_ptr<vk::Context> vk_context;
+  // Vulkan: guard regions (a debug aid) and per-dispatch timestamps.
+  std::uint64_t vk_guard_bytes = 0;
+  bool vk_timestamps = false;
+  // After every completed run, output `output` becomes the value of param/state input `input`.
+  std::vector<Writeback> writebacks;
+  // When set: the name of a float output (a training step's loss) that must be finite for the run's
+  // writebacks to take effect. A NaN or Inf there fails the run ("nonfinite") and leaves params and
+  // state as they were before it, on every backend.
+  std::string commit_if_finite;
+};
+
+// Why a run failed. kind: "input" (missing, unknown or misshapen input: the message names it, what
+// was expected and what came), "runtime" (an op failed: out-of-range index, ...), "nonfinite" (the
+// commit_if_finite output was NaN or Inf), "device" (the Vulkan device failed; a lost device leaves
+// the session unusable). Only a completed run changes params and state.
+struct RunFailure {
+  std::string kind;
+  std::string message;
+};
+
+class RunResult {
+ public:
+  static RunResult completed(TensorMap outputs) { return RunResult(std::move(outputs)); }
+  static RunResult failed(RunFailure failure) { return RunResult(std::move(failure)); }
+
+  bool ok() const { return std::holds_alternative<TensorMap>(state_); }
+  explicit operator bool() const { return ok(); }
+  // Throws tg::Error when the run failed (with the failure's message).
+  const TensorMap& outputs() const;
+  const HostTensor& output(std::string_view name) const;
+  // Throws tg::Error when the run completed.
+  const RunFailure& failure() const;
+
+ private:
+  explicit RunResult(TensorMap outputs) : state_(std::move(outputs)) {}
+  explicit RunResult(RunFailure failure) : state_(std::move(failure)) {}
+  std::variant<TensorMap, RunFailure> state_;
+};
+
+class Session {
+ public:
+  // Compiles `graph` for the backend. Throws what compiling throws: tg::Error for a bad writeback
+  // or an op without a kernel, vk::NoDeviceError/DeviceError for Vulkan problems.
+  Session(const Graph& graph, SessionOptions options = {});
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  ~Session();
+
+  // Params and state (inputs of kind param or state) are held by the session: set them once, they
+  // stay for later runs until set again or updated by a writeback. Throws RuntimeError naming the
+  // input for an unknown name, a data input, or a wrong type or size.
+  void set_param(std::string_view name, const HostTensor& value);
+  HostTensor param(std::string_view name) const;
+  // Whether every param and state input has been set.
+  std::vector<std::string> unset_params() const;
+
+  // Runs with the data inputs (params/state may be passed too: they are set first). Never throws.
+  RunResult run(const TensorMap& data);
+
+  const Graph& graph() const;
+  Backend backend() const;
+  // Vulkan with timestamps: the last run's per-dispatch device times; empty otherwise.
+  std::vector<vk::DispatchTiming> timings() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tg

@@ -1,0 +1,214 @@
+// tg::Session: the interpreter backends keep params on the host and apply writebacks there; the
+// Vulkan backend keeps them on the device (vk::Program with resident params and writebacks).
+#include "tensorgrad/runtime/session.h"
+
+#include <cmath>
+#include <set>
+
+#include "tensorgrad/interp/interpreter.h"
+#include "tensorgrad/ir/error.h"
+#include "tensorgrad/vk/error.h"
+
+namespace tg {
+
+std::string_view backend_name(Backend backend) {
+  switch (backend) {
+    case Backend::interp_f32:
+      return "interp_f32";
+    case Backend::interp_f64:
+      return "interp_f64";
+    case Backend::vulkan:
+      return "vulkan";
+  }
+  return "unknown";
+}
+
+const TensorMap& RunResult::outputs() const {
+  if (const auto* failure = std::get_if<RunFailure>(&state_)) {
+    throw Error("the run failed (" + failure->kind + "): " + failure->message);
+  }
+  return std::get<TensorMap>(state_);
+}
+
+const HostTensor& RunResult::output(std::string_view name) const {
+  const TensorMap& out = outputs();
+  const auto it = out.find(name);
+  if (it == out.end()) throw Error("the run has no output named '" + std::string(name) + "'");
+  return it->second;
+}
+
+const RunFailure& RunResult::failure() const {
+  if (ok()) throw Error("the run completed; it has no failure");
+  return std::get<RunFailure>(state_);
+}
+
+struct Session::Impl {
+  Graph graph;
+  SessionOptions options;
+  std::optional<vk::Program> program;  // Backend::vulkan
+  TensorMap params;                    // interpreter backends: the current params and state
+  std::set<std::string, std::less<>> set_params;
+
+  Impl(const Graph& g, SessionOptions opts) : graph(g), options(std::move(opts)) {
+    if (options.backend == Backend::vulkan) {
+      if (!options.vk_context) options.vk_context = vk::Context::create();
+      program.emplace(options.vk_context, graph,
+                      vk::ProgramOptions{.guard_bytes = options.vk_guard_bytes,
+                                         .timestamps = options.vk_timestamps,
+                                         .resident_params = true,
+                                         .writebacks = options.writebacks});
+      check_commit_output();
+      return;
+    }
+    // The interpreter backends check writebacks as the Vulkan program does.
+    std::set<std::string> targets;
+    for (const Writeback& w : options.writebacks) {
+      const auto out = graph.find_output(w.output);
+      const GraphInput* in = nullptr;
+      for (const GraphInput& i : graph.inputs())
+        if (i.name == w.input) in = &i;
+      const std::string what = "writeback '" + w.output + "' -> '" + w.input + "' of graph '" + graph.name() + "': ";
+      if (!out) throw Error(what + "no output named '" + w.output + "'");
+      if (!in) throw Error(what + "no input named '" + w.input + "'");
+      if (in->kind == InputKind::data) throw Error(what + "the input is not resident (a param or state)");
+      if (!(graph.type(*out) == graph.type(in->value))) {
+        throw Error(what + "the output is " + graph.type(*out).to_string() + " but the input is " +
+                    graph.type(in->value).to_string());
+      }
+      if (!targets.insert(w.input).second) throw Error(what + "the input is the target of another writeback");
+    }
+    check_commit_output();
+  }
+
+  void check_commit_output() const {
+    if (options.commit_if_finite.empty()) return;
+    const auto out = graph.find_output(options.commit_if_finite);
+    if (!out || !is_float(graph.type(*out).dtype)) {
+      throw Error("commit_if_finite names '" + options.commit_if_finite + "', which is not a float output of graph '" +
+                  graph.name() + "'");
+    }
+  }
+
+  // The name of the first non-finite element of the commit output, or nothing.
+  std::optional<std::string> non_finite(const TensorMap& outputs) const {
+    if (options.commit_if_finite.empty()) return std::nullopt;
+    const HostTensor& t = outputs.at(options.commit_if_finite);
+    for (std::size_t i = 0; i < t.values.size(); ++i) {
+      if (!std::isfinite(t.values[i])) {
+        return "output '" + options.commit_if_finite + "' is " + std::to_string(t.values[i]) +
+               (t.values.size() > 1 ? " at element " + std::to_string(i) : std::string()) +
+               ": the run's updates were discarded, params and state are as they were before it";
+      }
+    }
+    return std::nullopt;
+  }
+
+  const GraphInput& resident_input(std::string_view name) const {
+    for (const GraphInput& in : graph.inputs()) {
+      if (in.name != name) continue;
+      if (in.kind == InputKind::data) {
+        throw RuntimeError("'" + std::string(name) + "' of graph '" + graph.name() +
+                           "' is a data input: pass it to run(), not set_param()");
+      }
+      return in;
+    }
+    throw RuntimeError("graph '" + graph.name() + "' has no param or state named '" + std::string(name) + "'");
+  }
+
+  void set_param(std::string_view name, const HostTensor& value) {
+    const GraphInput& in = resident_input(name);
+    TensorMap one;
+    one.emplace(in.name, value);
+    validate_inputs(graph, one, [](const GraphInput&) { return false; });
+    if (program) {
+      program->write_input(in.name, value);
+    } else {
+      params[in.name] = value;
+    }
+    set_params.insert(in.name);
+  }
+
+  HostTensor param(std::string_view name) const {
+    const GraphInput& in = resident_input(name);
+    if (!set_params.contains(in.name)) {
+      throw RuntimeError("param '" + in.name + "' of graph '" + graph.name() + "' has not been set");
+    }
+    return program ? program->read_input(in.name) : params.find(in.name)->second;
+  }
+
+  std::vector<std::string> unset_params() const {
+    std::vector<std::string> out;
+    for (const GraphInput& in : graph.inputs()) {
+      if (in.kind != InputKind::data && !set_params.contains(in.name)) out.push_back(in.name);
+    }
+    return out;
+  }
+
+  TensorMap run_checked(const TensorMap& data) {
+    // Params passed with the data are set first (and stay set).
+    for (const auto& [name, value] : data) {
+      const auto id = graph.find_input(name);
+      if (id && graph.input_of_value(*id)->kind != InputKind::data) set_param(name, value);
+    }
+    for (const GraphInput& in : graph.inputs()) {
+      if (in.kind != InputKind::data && !set_params.contains(in.name)) {
+        throw RuntimeError("missing " + std::string(input_kind_name(in.kind)) + " '" + in.name + "' (" +
+                           graph.type(in.value).to_string() + "): set it with set_param() before running");
+      }
+    }
+    validate_inputs(graph, data, [](const GraphInput& in) { return in.kind == InputKind::data; });
+    return {};
+  }
+
+  RunResult run(const TensorMap& data) {
+    try {
+      run_checked(data);
+    } catch (const Error& e) {
+      return RunResult::failed({"input", e.what()});
+    }
+    try {
+      if (program) {
+        TensorMap outputs = program->run(data, /*commit_writebacks=*/false);
+        if (auto why = non_finite(outputs)) return RunResult::failed({"nonfinite", *why});
+        program->commit();
+        return RunResult::completed(std::move(outputs));
+      }
+      TensorMap all = params;
+      for (const auto& [name, value] : data) all[name] = value;
+      const ComputeType compute = options.backend == Backend::interp_f64 ? ComputeType::f64 : ComputeType::f32;
+      TensorMap outputs = interpret(graph, all, {.compute = compute}).outputs;
+      if (auto why = non_finite(outputs)) return RunResult::failed({"nonfinite", *why});
+      for (const Writeback& w : options.writebacks) {
+        auto node = outputs.extract(w.output);
+        params[w.input] = std::move(node.mapped());
+      }
+      return RunResult::completed(std::move(outputs));
+    } catch (const vk::DeviceError& e) {
+      return RunResult::failed({"device", e.what()});
+    } catch (const Error& e) {
+      return RunResult::failed({"runtime", e.what()});
+    } catch (const std::bad_alloc&) {
+      return RunResult::failed({"memory", "out of host memory running graph '" + graph.name() + "'"});
+    } catch (const std::exception& e) {
+      return RunResult::failed({"internal", e.what()});
+    }
+  }
+};
+
+Session::Session(const Graph& graph, SessionOptions options)
+    : impl_(std::make_unique<Impl>(graph, std::move(options))) {}
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+Session::~Session() = default;
+
+void Session::set_param(std::string_view name, const HostTensor& value) { impl_->set_param(name, value); }
+HostTensor Session::param(std::string_view name) const { return impl_->param(name); }
+std::vector<std::string> Session::unset_params() const { return impl_->unset_params(); }
+RunResult Session::run(const TensorMap& data) { return impl_->run(data); }
+const Graph& Session::graph() const { return impl_->graph; }
+Backend Session::backend() const { return impl_->options.backend; }
+std::vector<vk::DispatchTiming> Session::timings() const {
+  return impl_->program ? impl_->program->timings() : std::vector<vk::DispatchTiming>{};
+}
+
+}  // namespace tg

@@ -1,0 +1,141 @@
+// tg::Session on the interpreter backends: params held between runs, writebacks, results that are
+// failed (never thrown) for bad inputs and failing ops, compile-time errors for bad writebacks.
+// tests/vk/vk_session_test.cpp runs the same scenarios on Vulkan.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+
+#include "tensorgrad/tensorgrad.h"
+
+namespace tg {
+namespace {
+
+// One SGD step of a linear model: loss = sum((x * w - y)^2), w.new = w - 0.1 * dloss/dw.
+Graph sgd_graph() {
+  GraphBuilder b("sgd");
+  TracingScope scope(b);
+  Tensor x = b.input("x", {DType::f32, {4}});
+  Tensor y = b.input("y", {DType::f32, {4}});
+  Tensor w = b.param("w", {DType::f32, {4}});
+  Tensor steps = b.input("steps", {DType::f32, {}}, InputKind::state);
+  Tensor r = x * w - y;
+  b.output("loss", sum(r * r));
+  b.output("w.new", w - 0.1f * (2.f * r * x));
+  b.output("steps.new", steps + 1.f);
+  return b.take();
+}
+
+SessionOptions with_writebacks(Backend backend) {
+  return {.backend = backend, .writebacks = {{"w.new", "w"}, {"steps.new", "steps"}}};
+}
+
+class SessionOnInterpreter : public ::testing::TestWithParam<Backend> {};
+
+TEST_P(SessionOnInterpreter, ParamsPersistAndWritebacksUpdateThem) {
+  Session s(sgd_graph(), with_writebacks(GetParam()));
+  EXPECT_EQ(s.unset_params(), (std::vector<std::string>{"w", "steps"}));
+  s.set_param("w", HostTensor::f32({4}, {0, 0, 0, 0}));
+  s.set_param("steps", HostTensor::f32({}, {0}));
+  EXPECT_TRUE(s.unset_params().empty());
+  const std::vector<float> x = {1, 1.5f, 2, 0.5f};
+  const TensorMap data{{"x", HostTensor::f32({4}, x)}, {"y", HostTensor::f32({4}, {2, 3, 4, 1})}};
+  std::vector<double> w(4, 0.0);  // the same steps on the host, in double
+  double previous = 1e30;
+  for (int step = 0; step < 5; ++step) {
+    const RunResult r = s.run(data);
+    ASSERT_TRUE(r.ok()) << r.failure().message;
+    EXPECT_EQ(r.outputs().count("w.new"), 0u) << "writeback sources are not returned";
+    const double loss = r.output("loss").values[0];
+    EXPECT_LT(loss, previous) << "step " << step;
+    previous = loss;
+    for (std::size_t i = 0; i < 4; ++i) w[i] -= 0.1 * 2.0 * (x[i] * w[i] - 2.0 * x[i]) * x[i];
+  }
+  EXPECT_EQ(s.param("steps").values[0], 5.0);
+  const std::vector<double> got = s.param("w").values;
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_NEAR(got[i], w[i], 1e-5) << "w[" << i << "]";
+}
+
+TEST_P(SessionOnInterpreter, BadInputsGiveFailedResultsNamingTheInput) {
+  Session s(sgd_graph(), with_writebacks(GetParam()));
+  const TensorMap data{{"x", HostTensor::f32({4}, {1, 2, 3, 4})}, {"y", HostTensor::f32({4}, {2, 4, 6, 8})}};
+  RunResult r = s.run(data);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.failure().kind, "input");
+  EXPECT_NE(r.failure().message.find("missing param 'w'"), std::string::npos) << r.failure().message;
+  EXPECT_THROW((void)r.outputs(), Error);
+
+  s.set_param("w", HostTensor::f32({4}, {0, 0, 0, 0}));
+  s.set_param("steps", HostTensor::f32({}, {0}));
+  r = s.run({{"x", HostTensor::f32({4}, {1, 2, 3, 4})}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.failure().message.find("missing input 'y'"), std::string::npos) << r.failure().message;
+
+  r = s.run({{"x", HostTensor::f32({3}, {1, 2, 3})}, {"y", HostTensor::f32({4}, {2, 4, 6, 8})}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.failure().message.find("'x'"), std::string::npos) << r.failure().message;
+  EXPECT_NE(r.failure().message.find("f32[4]"), std::string::npos) << r.failure().message;
+
+  r = s.run({{"x", HostTensor::f32({4}, {1, 2, 3, 4})},
+             {"y", HostTensor::f32({4}, {2, 4, 6, 8})},
+             {"z", HostTensor::f32({}, {1})}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.failure().message.find("no input named 'z'"), std::string::npos) << r.failure().message;
+  // Nothing was updated by the failed runs.
+  EXPECT_EQ(s.param("steps").values[0], 0.0);
+
+  EXPECT_THROW(s.set_param("x", HostTensor::f32({4}, {1, 2, 3, 4})), RuntimeError);  // a data input
+  EXPECT_THROW(s.set_param("nope", HostTensor::f32({4}, {1, 2, 3, 4})), RuntimeError);
+  EXPECT_THROW(s.set_param("w", HostTensor::i32({4}, {1, 2, 3, 4})), RuntimeError);
+}
+
+TEST_P(SessionOnInterpreter, AFailingOpGivesARuntimeFailure) {
+  GraphBuilder b("embed");
+  TracingScope scope(b);
+  Tensor table = b.param("table", {DType::f32, {3, 2}});
+  Tensor ids = b.input("ids", {DType::i32, {2}});
+  b.output("y", embedding(table, ids));
+  Session s(b.take(), {.backend = GetParam()});
+  s.set_param("table", HostTensor::f32({3, 2}, {1, 2, 3, 4, 5, 6}));
+  RunResult r = s.run({{"ids", HostTensor::i32({2}, {0, 2})}});
+  ASSERT_TRUE(r.ok()) << r.failure().message;
+  EXPECT_EQ(r.output("y").to_f32(), (std::vector<float>{1, 2, 5, 6}));
+  r = s.run({{"ids", HostTensor::i32({2}, {0, 7})}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.failure().kind, "runtime");
+  EXPECT_NE(r.failure().message.find("embedding: index 7 is out of range [0, 3)"), std::string::npos)
+      << r.failure().message;
+}
+
+TEST_P(SessionOnInterpreter, ANonFiniteLossDiscardsTheUpdates) {
+  SessionOptions options = with_writebacks(GetParam());
+  options.commit_if_finite = "loss";
+  Session s(sgd_graph(), options);
+  s.set_param("w", HostTensor::f32({4}, {1, 1, 1, 1}));
+  s.set_param("steps", HostTensor::f32({}, {0}));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  RunResult r = s.run({{"x", HostTensor::f32({4}, {1, nan, 3, 4})}, {"y", HostTensor::f32({4}, {2, 4, 6, 8})}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.failure().kind, "nonfinite");
+  EXPECT_NE(r.failure().message.find("output 'loss' is nan"), std::string::npos) << r.failure().message;
+  EXPECT_EQ(s.param("w").values, std::vector<double>(4, 1.0));
+  EXPECT_EQ(s.param("steps").values[0], 0.0);
+  r = s.run({{"x", HostTensor::f32({4}, {1, 2, 3, 4})}, {"y", HostTensor::f32({4}, {2, 4, 6, 8})}});
+  ASSERT_TRUE(r.ok()) << r.failure().message;
+  EXPECT_EQ(s.param("steps").values[0], 1.0);
+  EXPECT_THROW(Session(sgd_graph(), {.backend = GetParam(), .commit_if_finite = "nope"}), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, SessionOnInterpreter, ::testing::Values(Backend::interp_f32, Backend::interp_f64),
+                         [](const auto& p) { return std::string(backend_name(p.param)); });
+
+TEST(Session, BadWritebacksAreRefusedAtCompile) {
+  const Graph g = sgd_graph();
+  EXPECT_THROW(Session(g, {.writebacks = {{"nope", "w"}}}), Error);
+  EXPECT_THROW(Session(g, {.writebacks = {{"w.new", "x"}}}), Error);  // a data input
+  EXPECT_THROW(Session(g, {.writebacks = {{"loss", "w"}}}), Error);   // f32[] into f32[4]
+  EXPECT_THROW(Session(g, {.writebacks = {{"w.new", "w"}, {"w.new", "w"}}}), Error);
+}
+
+}  // namespace
+}  // namespace tg
