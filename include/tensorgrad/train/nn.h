@@ -1,0 +1,127 @@
+#pragma once
+// The built-in layers: Linear, LayerNorm, RMSNorm, Embedding, Conv2d. Each is a Module holding its
+// params and a const call operator (the seed's .fwd) that traces its forward; call it inside a
+// ParamBinding of the model. Each call takes the user's call site as a defaulted last argument: a
+// wrong input throws tg::ShapeError naming the layer (kind and dotted name), the input and weight
+// types, the rule and that call site, and the nodes it traces carry that call site too.
+//
+// Defaults follow the seed: weights init::randn(0.02), biases zeros, norm gains ones. The decay
+// option of Linear, Embedding and Conv2d sets the weight's decay flag only (biases keep their zeros
+// default: no decay); LayerNorm's and RMSNorm's decay (default false) sets all of their params.
+// The losses (cross_entropy, nll_loss) are op-API functions in tensorgrad/ir/ops/api.h.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "tensorgrad/ir/ops/api.h"
+#include "tensorgrad/train/init.h"
+#include "tensorgrad/train/module.h"
+
+namespace tg {
+
+struct LinearOptions {
+  bool bias = true;
+  InitSpec init = init::randn();  // of W
+  std::optional<bool> decay;      // of W; default: default_decay(init)
+};
+
+// y = x W + b over the last axis: W [in, out], b [out]; x [..., in] -> [..., out] (x may be [in]).
+class Linear : public Module {
+ public:
+  Linear(Module& parent, std::string name, std::int64_t in_features, std::int64_t out_features,
+         LinearOptions options = {});
+  Tensor operator()(const Tensor& x, TG_CALL_SITE) const;
+
+  std::int64_t in_features() const { return W.shape()[0]; }
+  std::int64_t out_features() const { return W.shape()[1]; }
+
+  Param W;
+  std::optional<Param> b;  // absent with bias = false
+};
+
+struct LayerNormOptions {
+  double eps = 1e-5;  // PyTorch's default
+  bool bias = true;
+  bool decay = false;  // of g and b
+};
+
+// (x - mean) / sqrt(var + eps) * g + b over the last axis (biased variance, as PyTorch): g [dim]
+// (ones), b [dim] (zeros). Traced with the layer_norm composite.
+class LayerNorm : public Module {
+ public:
+  LayerNorm(Module& parent, std::string name, std::int64_t dim, LayerNormOptions options = {});
+  Tensor operator()(const Tensor& x, TG_CALL_SITE) const;
+  double eps() const { return eps_; }
+
+  Param g;
+  std::optional<Param> b;  // absent with bias = false
+
+ private:
+  double eps_;
+};
+
+struct RMSNormOptions {
+  double eps = 1e-6;   // the rms_norm composite's default (Llama's)
+  bool decay = false;  // of g
+};
+
+// x / sqrt(mean(x^2) + eps) * g over the last axis, g [dim] (ones); Llama-style, no bias.
+class RMSNorm : public Module {
+ public:
+  RMSNorm(Module& parent, std::string name, std::int64_t dim, RMSNormOptions options = {});
+  Tensor operator()(const Tensor& x, TG_CALL_SITE) const;
+  double eps() const { return eps_; }
+
+  Param g;
+
+ private:
+  double eps_;
+};
+
+struct EmbeddingOptions {
+  InitSpec init = init::randn();
+  std::optional<bool> decay;  // default: default_decay(init)
+};
+
+// Rows of W [vocab, dim] picked by i32 indices: [...] -> [..., dim]. An out-of-range index fails the
+// run (not the trace), as the embedding op does.
+class Embedding : public Module {
+ public:
+  Embedding(Module& parent, std::string name, std::int64_t vocab, std::int64_t dim, EmbeddingOptions options = {});
+  Tensor operator()(const Tensor& indices, TG_CALL_SITE) const;
+
+  std::int64_t vocab() const { return W.shape()[0]; }
+  std::int64_t dim() const { return W.shape()[1]; }
+
+  Param W;
+};
+
+// Named apart from the op's tg::Conv2dOptions (stride and padding only).
+struct Conv2dLayerOptions {
+  std::int64_t stride = 1;
+  std::int64_t padding = 0;
+  bool bias = true;
+  InitSpec init = init::randn();  // of W
+  std::optional<bool> decay;      // of W; default: default_decay(init)
+};
+
+// Dense 2-D convolution, NCHW: x [N, in, H, W] -> [N, out, H', W']; W [out, in, k, k], b [out].
+class Conv2d : public Module {
+ public:
+  Conv2d(Module& parent, std::string name, std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel,
+         Conv2dLayerOptions options = {});
+  Tensor operator()(const Tensor& x, TG_CALL_SITE) const;
+
+  std::int64_t in_channels() const { return W.shape()[1]; }
+  std::int64_t out_channels() const { return W.shape()[0]; }
+  std::int64_t kernel() const { return W.shape()[2]; }
+  const Conv2dOptions& conv_options() const { return conv_; }
+
+  Param W;
+  std::optional<Param> b;  // absent with bias = false
+
+ private:
+  Conv2dOptions conv_;
+};
+
+}  // namespace tg

@@ -1,0 +1,510 @@
+#include "tensorgrad/train/safetensors.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <tuple>
+
+#include "train/json.h"
+
+namespace tg {
+namespace {
+
+// The reference implementation refuses larger headers; so do we, before allocating anything.
+constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
+
+// How the bytes are read; the element width tells the integer sizes apart.
+enum class Storage : std::uint8_t { f64, f32, f16, bf16, signed_int, unsigned_int, boolean };
+
+struct StoredDType {
+  std::string_view name;
+  Storage storage;
+  std::size_t bytes;
+  DType ours;  // the type it is read as
+};
+
+// The three we write come first: stored_for picks the first entry of each of our dtypes.
+constexpr StoredDType kStoredDTypes[] = {
+    {"F32", Storage::f32, 4, DType::f32},          {"I32", Storage::signed_int, 4, DType::i32},
+    {"BOOL", Storage::boolean, 1, DType::boolean}, {"F64", Storage::f64, 8, DType::f32},
+    {"F16", Storage::f16, 2, DType::f32},          {"BF16", Storage::bf16, 2, DType::f32},
+    {"I64", Storage::signed_int, 8, DType::i32},   {"I16", Storage::signed_int, 2, DType::i32},
+    {"I8", Storage::signed_int, 1, DType::i32},    {"U64", Storage::unsigned_int, 8, DType::i32},
+    {"U32", Storage::unsigned_int, 4, DType::i32}, {"U16", Storage::unsigned_int, 2, DType::i32},
+    {"U8", Storage::unsigned_int, 1, DType::i32},
+};
+
+const StoredDType* find_stored(std::string_view name) {
+  for (const StoredDType& d : kStoredDTypes) {
+    if (d.name == name) return &d;
+  }
+  return nullptr;
+}
+
+const StoredDType& stored_for(DType dtype) {
+  for (const StoredDType& d : kStoredDTypes) {
+    if (d.ours == dtype) return d;  // the first match is the one we write
+  }
+  throw SafetensorsError("no safetensors dtype for " + std::string(dtype_name(dtype)));
+}
+
+std::string in_quotes(std::string_view name) { return "'" + std::string(name) + "'"; }
+
+[[noreturn]] void fail(std::string_view source, const std::string& what) {
+  throw SafetensorsError("safetensors file " + in_quotes(source) + ": " + what);
+}
+
+std::uint64_t read_le(const std::uint8_t* p, std::size_t bytes) {
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+void write_le(std::uint8_t* p, std::uint64_t v, std::size_t bytes) {
+  for (std::size_t i = 0; i < bytes; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Reading: the header first (every check), then the values.
+// ------------------------------------------------------------------------------------------------
+
+struct Entry {
+  std::string name;
+  const StoredDType* dtype = nullptr;
+  Shape shape;
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+
+  TensorType type() const { return TensorType{dtype->ours, shape}; }
+};
+
+struct Layout {
+  std::vector<Entry> entries;
+  SafetensorsMetadata metadata;
+  std::uint64_t data_start = 0;  // 8 + header length
+};
+
+// "a number", "an object", ...
+std::string article(json::Value::Kind kind) {
+  const std::string_view name = json::kind_name(kind);
+  return (name.front() == 'a' || name.front() == 'o' ? "an " : "a ") + std::string(name);
+}
+
+std::uint64_t as_count(const json::Value& v, std::string_view source, const std::string& context) {
+  if (v.kind != json::Value::Kind::number || !v.unsigned_integer) {
+    fail(source, context + " must be a non-negative integer, got " +
+                     (v.kind == json::Value::Kind::number ? v.text : std::string(json::kind_name(v.kind))));
+  }
+  return *v.unsigned_integer;
+}
+
+Entry read_entry(const json::Member& member, std::uint64_t data_size, std::string_view source) {
+  const std::string where = "tensor " + in_quotes(member.key);
+  const json::Value& info = member.value;
+  if (info.kind != json::Value::Kind::object) fail(source, where + ": expected an object, got " + article(info.kind));
+  // Fields other than these three are ignored, as the reference implementation does.
+  const json::Value* dtype = info.find("dtype");
+  const json::Value* shape = info.find("shape");
+  const json::Value* offsets = info.find("data_offsets");
+  if (!dtype || !shape || !offsets) {
+    fail(source, where + " lacks " + (!dtype ? "\"dtype\"" : !shape ? "\"shape\"" : "\"data_offsets\""));
+  }
+  Entry e;
+  e.name = member.key;
+  if (dtype->kind != json::Value::Kind::string) fail(source, where + ": \"dtype\" must be a string");
+  e.dtype = find_stored(dtype->text);
+  if (!e.dtype) {
+    fail(source, where + " has dtype " + json::quote(dtype->text) +
+                     ", which tensorgrad does not read (it reads F64, F32, F16, BF16, I64, I32, I16, I8, U64, U32, "
+                     "U16, U8, BOOL)");
+  }
+  if (shape->kind != json::Value::Kind::array) fail(source, where + ": \"shape\" must be an array");
+  // The product of the non-zero dimensions must fit in int64, so that num_elements (which
+  // multiplies in any order) cannot overflow even for a shape with a zero in it.
+  std::uint64_t nonzero_product = 1;
+  bool has_zero = false;
+  for (const json::Value& dim : shape->items) {
+    const std::uint64_t d = as_count(dim, source, where + ": a shape dimension");
+    constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    if (d != 0 && nonzero_product > kMax / d) fail(source, where + ": the shape has too many elements");
+    e.shape.push_back(static_cast<std::int64_t>(d));
+    has_zero = has_zero || d == 0;
+    nonzero_product *= d == 0 ? 1 : d;
+  }
+  const std::uint64_t elements = has_zero ? 0 : nonzero_product;
+  if (offsets->kind != json::Value::Kind::array || offsets->items.size() != 2) {
+    fail(source, where + ": \"data_offsets\" must be an array [begin, end]");
+  }
+  e.begin = as_count(offsets->items[0], source, where + ": data_offsets begin");
+  e.end = as_count(offsets->items[1], source, where + ": data_offsets end");
+  const std::string range = "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
+  if (e.begin > e.end) fail(source, where + ": " + range + " end before they begin");
+  if (e.end > data_size) {
+    fail(source, where + ": " + range + " run past the end of the " + std::to_string(data_size) + "-byte data");
+  }
+  const bool overflows = elements > std::numeric_limits<std::uint64_t>::max() / e.dtype->bytes;
+  const std::uint64_t needed = overflows ? 0 : elements * e.dtype->bytes;
+  if (overflows || e.end - e.begin != needed) {
+    fail(source, where + ": " + range + " hold " + std::to_string(e.end - e.begin) + " bytes, but " +
+                     std::string(e.dtype->name) + shape_to_string(e.shape) + " needs " +
+                     (overflows ? std::string("more than 2^64") : std::to_string(needed)));
+  }
+  return e;
+}
+
+SafetensorsMetadata read_metadata(const json::Value& v, std::string_view source) {
+  SafetensorsMetadata metadata;
+  if (v.kind == json::Value::Kind::null) return metadata;
+  if (v.kind != json::Value::Kind::object) fail(source, "\"__metadata__\" must be an object of strings");
+  for (const json::Member& m : v.members) {
+    if (m.value.kind != json::Value::Kind::string) {
+      fail(source,
+           "\"__metadata__\" value of " + json::quote(m.key) + " is " + article(m.value.kind) + ", not a string");
+    }
+    metadata.emplace(m.key, m.value.text);
+  }
+  return metadata;
+}
+
+// The tensors must tile the data exactly: sorted by offset, each begins where the previous ended
+// and the last ends at the end of the file. Anything else is a corrupt (or hostile) file.
+void check_tiling(const std::vector<Entry>& entries, std::uint64_t data_size, std::string_view source) {
+  std::vector<const Entry*> sorted;
+  for (const Entry& e : entries) sorted.push_back(&e);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Entry* a, const Entry* b) { return std::tie(a->begin, a->end) < std::tie(b->begin, b->end); });
+  std::uint64_t covered = 0;
+  const Entry* previous = nullptr;
+  for (const Entry* e : sorted) {
+    if (e->begin < covered) {
+      fail(source, "tensor " + in_quotes(e->name) + " (bytes " + std::to_string(e->begin) + ".." +
+                       std::to_string(e->end) + ") overlaps tensor " + in_quotes(previous->name) + " (bytes " +
+                       std::to_string(previous->begin) + ".." + std::to_string(previous->end) + ")");
+    }
+    if (e->begin > covered) {
+      fail(source, "data bytes " + std::to_string(covered) + ".." + std::to_string(e->begin) +
+                       " belong to no tensor (a hole before tensor " + in_quotes(e->name) + ")");
+    }
+    covered = e->end;
+    previous = e;
+  }
+  if (covered != data_size) {
+    fail(source, "data bytes " + std::to_string(covered) + ".." + std::to_string(data_size) +
+                     " at the end of the file belong to no tensor");
+  }
+}
+
+Layout read_layout(std::span<const std::uint8_t> bytes, std::string_view source) {
+  if (bytes.size() < 8) {
+    fail(source, "the file has " + std::to_string(bytes.size()) + " bytes, fewer than the 8-byte header length");
+  }
+  const std::uint64_t header_size = read_le(bytes.data(), 8);
+  if (header_size > kMaxHeaderBytes) {
+    fail(source, "header length " + std::to_string(header_size) + " is over the limit of " +
+                     std::to_string(kMaxHeaderBytes) + " bytes");
+  }
+  if (header_size > bytes.size() - 8) {
+    fail(source, "header length " + std::to_string(header_size) + " runs past the end of the " +
+                     std::to_string(bytes.size()) + "-byte file");
+  }
+  const std::string_view header(reinterpret_cast<const char*>(bytes.data() + 8), header_size);
+  if (header.empty() || header.front() != '{') fail(source, "the header does not start with '{'");
+  json::Value root;
+  try {
+    root = json::parse(header);
+  } catch (const Error& e) {
+    fail(source, std::string("the header is not valid JSON: ") + e.what());
+  }
+  if (root.kind != json::Value::Kind::object) fail(source, "the header is not a JSON object");
+  Layout layout;
+  layout.data_start = 8 + header_size;
+  const std::uint64_t data_size = bytes.size() - layout.data_start;
+  for (const json::Member& m : root.members) {
+    if (m.key == "__metadata__") {
+      layout.metadata = read_metadata(m.value, source);
+    } else {
+      layout.entries.push_back(read_entry(m, data_size, source));
+    }
+  }
+  check_tiling(layout.entries, data_size, source);
+  return layout;
+}
+
+double half_to_double(std::uint16_t h) {
+  const int exponent = (h >> 10) & 0x1F;
+  const int mantissa = h & 0x3FF;
+  double magnitude = 0;
+  if (exponent == 0) {
+    magnitude = std::ldexp(mantissa, -24);  // zero or subnormal
+  } else if (exponent == 31) {
+    magnitude = mantissa == 0 ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
+  } else {
+    magnitude = std::ldexp(mantissa + 1024, exponent - 25);
+  }
+  return (h & 0x8000) ? -magnitude : magnitude;
+}
+
+// Sign-extends the low `bytes` bytes of v.
+std::int64_t sign_extend(std::uint64_t v, std::size_t bytes) {
+  const int unused_bits = static_cast<int>(64 - 8 * bytes);
+  return static_cast<std::int64_t>(v << unused_bits) >> unused_bits;
+}
+
+HostTensor decode_entry(const Entry& e, const std::uint8_t* data, std::string_view source) {
+  const auto count = static_cast<std::size_t>(num_elements(e.shape));
+  std::vector<double> values(count);
+  const std::size_t width = e.dtype->bytes;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint64_t raw = read_le(data + i * width, width);
+    switch (e.dtype->storage) {
+      case Storage::f64:
+        values[i] = std::bit_cast<double>(raw);
+        break;
+      case Storage::f32:
+        values[i] = std::bit_cast<float>(static_cast<std::uint32_t>(raw));
+        break;
+      case Storage::f16:
+        values[i] = half_to_double(static_cast<std::uint16_t>(raw));
+        break;
+      case Storage::bf16:  // the high half of a float
+        values[i] = std::bit_cast<float>(static_cast<std::uint32_t>(raw << 16));
+        break;
+      case Storage::boolean:
+        if (raw > 1) {
+          fail(source, "tensor " + in_quotes(e.name) + " is BOOL but element " + std::to_string(i) + " is byte " +
+                           std::to_string(raw));
+        }
+        values[i] = static_cast<double>(raw);
+        break;
+      case Storage::signed_int:
+      case Storage::unsigned_int: {
+        const bool is_signed = e.dtype->storage == Storage::signed_int;
+        const std::int64_t v = is_signed ? sign_extend(raw, width) : 0;
+        constexpr std::int32_t kMin = std::numeric_limits<std::int32_t>::min();
+        constexpr std::int32_t kMax = std::numeric_limits<std::int32_t>::max();
+        if (is_signed ? (v < kMin || v > kMax) : raw > static_cast<std::uint64_t>(kMax)) {
+          fail(source, "tensor " + in_quotes(e.name) + " (" + std::string(e.dtype->name) + ") element " +
+                           std::to_string(i) + " = " + (is_signed ? std::to_string(v) : std::to_string(raw)) +
+                           " does not fit in i32");
+        }
+        values[i] = is_signed ? static_cast<double>(v) : static_cast<double>(raw);
+        break;
+      }
+    }
+  }
+  return HostTensor{e.type(), std::move(values)};
+}
+
+SafetensorsFile decode_layout(const Layout& layout, std::span<const std::uint8_t> bytes, std::string_view source) {
+  SafetensorsFile file;
+  file.metadata = layout.metadata;
+  for (const Entry& e : layout.entries) {
+    file.tensors.emplace(e.name, decode_entry(e, bytes.data() + layout.data_start + e.begin, source));
+    file.stored_dtypes.emplace(e.name, std::string(e.dtype->name));
+  }
+  return file;
+}
+
+std::vector<std::uint8_t> read_whole_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int open_error = errno;
+  if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(open_error));
+  std::vector<std::uint8_t> bytes;
+  std::uint8_t chunk[1 << 16];
+  ssize_t n = 0;
+  while ((n = ::read(fd, chunk, sizeof chunk)) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    bytes.insert(bytes.end(), chunk, chunk + n);
+  }
+  const int err = errno;
+  ::close(fd);
+  if (n < 0) fail(path, std::string("cannot read: ") + std::strerror(err));
+  return bytes;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Writing.
+// ------------------------------------------------------------------------------------------------
+
+void check_storable(const std::string& name, const HostTensor& t) {
+  const auto refuse = [&](const std::string& what) {
+    throw SafetensorsError("cannot save tensor " + in_quotes(name) + " of type " + t.type.to_string() + ": " + what);
+  };
+  if (name == "__metadata__") refuse("the name \"__metadata__\" is reserved for the header's metadata");
+  if (!json::is_valid_utf8(name)) refuse("the name is not valid UTF-8");
+  if (static_cast<std::int64_t>(t.values.size()) != t.type.size()) {
+    refuse("it holds " + std::to_string(t.values.size()) + " values, its type needs " + std::to_string(t.type.size()));
+  }
+  for (std::size_t i = 0; i < t.values.size(); ++i) {
+    const double v = t.values[i];
+    if (t.type.dtype == DType::i32 && (v != std::floor(v) || v < std::numeric_limits<std::int32_t>::min() ||
+                                       v > std::numeric_limits<std::int32_t>::max())) {
+      refuse("element " + std::to_string(i) + " = " + std::to_string(v) + " is not an i32");
+    }
+    if (t.type.dtype == DType::boolean && v != 0.0 && v != 1.0) {
+      refuse("element " + std::to_string(i) + " = " + std::to_string(v) + " is not a bool (0 or 1)");
+    }
+  }
+}
+
+std::uint64_t encode_value(DType dtype, double v) {  // v passed check_storable
+  if (dtype == DType::f32) return std::bit_cast<std::uint32_t>(static_cast<float>(v));
+  if (dtype == DType::i32) return static_cast<std::uint32_t>(static_cast<std::int32_t>(v));
+  return v != 0.0 ? 1 : 0;
+}
+
+// Replaces `path` with `bytes` through a temporary file in the same directory (a rename is atomic
+// only within one file system), removing the temporary file on any failure.
+void write_file_atomically(const std::string& path, std::span<const std::uint8_t> bytes) {
+  const std::filesystem::path target(path);
+  if (!target.has_filename()) fail(path, "cannot save: the path names no file");
+  static std::atomic<unsigned> counter{0};
+  std::string temp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0; ++attempt) {
+    temp = (target.parent_path() /
+            ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++)))
+               .string();
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    const int err = errno;
+    if (fd < 0 && (err != EEXIST || attempt > 100)) {
+      fail(path, "cannot save: cannot create " + in_quotes(temp) + ": " + std::strerror(err));
+    }
+  }
+  // Takes errno first, before building the message can disturb it.
+  const auto give_up = [&](const char* step) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    ::unlink(temp.c_str());
+    fail(path, "cannot save: " + std::string(step) + " " + in_quotes(temp) + " failed: " + std::strerror(err));
+  };
+  std::size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) give_up("writing");
+    written += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) give_up("fsync of");
+  const int closing = fd;
+  fd = -1;
+  if (::close(closing) != 0) give_up("closing");
+  if (::rename(temp.c_str(), path.c_str()) != 0) give_up("renaming");
+  // Make the rename itself durable. Best effort: the new file is complete and in place already,
+  // and some file systems refuse fsync on a directory.
+  const std::string dir = target.parent_path().empty() ? "." : target.parent_path().string();
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> encode_safetensors(const TensorMap& tensors, const SafetensorsMetadata& metadata) {
+  for (const auto& [key, value] : metadata) {
+    if (!json::is_valid_utf8(key) || !json::is_valid_utf8(value)) {
+      throw SafetensorsError("cannot save metadata " + in_quotes(key) + ": not valid UTF-8");
+    }
+  }
+  // Widest elements first (then by name), as the reference writer orders them, so that every
+  // tensor's data starts at a multiple of its element size.
+  std::vector<std::pair<const std::string*, const HostTensor*>> order;
+  for (const auto& [name, tensor] : tensors) {
+    check_storable(name, tensor);
+    order.emplace_back(&name, &tensor);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return stored_for(a.second->type.dtype).bytes > stored_for(b.second->type.dtype).bytes;
+  });
+  std::string header = "{";
+  for (const auto& [key, value] : metadata) {
+    header += (header.size() == 1 ? "\"__metadata__\":{" : ",") + json::quote(key) + ":" + json::quote(value);
+  }
+  if (!metadata.empty()) header += "}";
+  std::uint64_t offset = 0;
+  for (const auto& [name, tensor] : order) {
+    const StoredDType& stored = stored_for(tensor->type.dtype);
+    const std::uint64_t size = tensor->values.size() * stored.bytes;
+    std::string shape;
+    for (std::int64_t d : tensor->type.shape) shape += (shape.empty() ? "" : ",") + std::to_string(d);
+    header += (header.size() > 1 ? "," : "") + json::quote(*name) + ":{\"dtype\":\"" + std::string(stored.name) +
+              "\",\"shape\":[" + shape + "],\"data_offsets\":[" + std::to_string(offset) + "," +
+              std::to_string(offset + size) + "]}";
+    offset += size;
+  }
+  header += "}";
+  // Pad with spaces so the data starts 8-byte aligned, as the reference writer does.
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::vector<std::uint8_t> bytes(8 + header.size() + offset);
+  write_le(bytes.data(), header.size(), 8);
+  std::memcpy(bytes.data() + 8, header.data(), header.size());
+  std::uint8_t* out = bytes.data() + 8 + header.size();
+  for (const auto& [name, tensor] : order) {
+    const std::size_t width = stored_for(tensor->type.dtype).bytes;
+    for (double v : tensor->values) {
+      write_le(out, encode_value(tensor->type.dtype, v), width);
+      out += width;
+    }
+  }
+  return bytes;
+}
+
+SafetensorsFile decode_safetensors(std::span<const std::uint8_t> bytes, std::string_view source) {
+  return decode_layout(read_layout(bytes, source), bytes, source);
+}
+
+void save_safetensors(const std::string& path, const TensorMap& tensors, const SafetensorsMetadata& metadata) {
+  std::vector<std::uint8_t> bytes;
+  try {
+    bytes = encode_safetensors(tensors, metadata);
+  } catch (const SafetensorsError& e) {
+    fail(path, e.what());
+  }
+  write_file_atomically(path, bytes);
+}
+
+SafetensorsFile load_safetensors(const std::string& path) { return decode_safetensors(read_whole_file(path), path); }
+
+SafetensorsFile load_matching(const std::string& path, const std::map<std::string, TensorType>& expected) {
+  const std::vector<std::uint8_t> bytes = read_whole_file(path);
+  const Layout layout = read_layout(bytes, path);
+  std::string missing, unexpected, mismatched;
+  std::map<std::string_view, const Entry*> found;
+  for (const Entry& e : layout.entries) found.emplace(e.name, &e);
+  const auto describe = [](const Entry& e) {
+    const bool converted = e.dtype->name != stored_for(e.dtype->ours).name;
+    return e.type().to_string() + (converted ? " (stored as " + std::string(e.dtype->name) + ")" : "");
+  };
+  for (const auto& [name, type] : expected) {
+    const auto it = found.find(name);
+    if (it == found.end()) {
+      missing += (missing.empty() ? "" : ", ") + in_quotes(name) + " " + type.to_string();
+    } else if (it->second->type() != type) {
+      mismatched += "\n  " + in_quotes(name) + ": expected " + type.to_string() + ", found " + describe(*it->second);
+    }
+  }
+  for (const Entry& e : layout.entries) {
+    if (!expected.contains(e.name))
+      unexpected += (unexpected.empty() ? "" : ", ") + in_quotes(e.name) + " " + describe(e);
+  }
+  if (!missing.empty() || !unexpected.empty() || !mismatched.empty()) {
+    std::string message = "does not hold the expected tensors:";
+    if (!missing.empty()) message += "\n  missing: " + missing;
+    if (!unexpected.empty()) message += "\n  unexpected: " + unexpected;
+    fail(path, message + mismatched);
+  }
+  return decode_layout(layout, bytes, path);
+}
+
+}  // namespace tg
