@@ -1,0 +1,294 @@
+#pragma once
+// tg::compile: a model, a loss and an optimizer compiled into one training step on a backend, and
+// Training::attach: inference forwards that read the same params.
+//
+//   struct Net : tg::Module { tg::Linear l1{*this, "l1", 2, 1}; };
+//   tg::Tensor loss_fn(const Net& m, const tg::Inputs& in) {
+//     tg::Tensor r = m.l1(in.at("x")) - in.at("y");
+//     return tg::mean(r * r);
+//   }
+//   Net net;
+//   tg::Training train = tg::compile(tg::TrainingSpec<Net>{
+//       .model = net, .loss = loss_fn, .inputs = {{"x", {{8, 2}}}, {"y", {{8, 1}}}},
+//       .optimizer = {.kind = tg::AdamConfig{}}, .lr = 1e-2, .backend = tg::Backend::vulkan});
+//   tg::StepResult r = train.step({{"x", x}, {"y", y}});   // never throws
+//   if (r.ok()) use(r.loss()); else log(r.failure().kind, r.failure().message);
+//
+// The model is referenced, not copied (modules are not copyable): it must outlive the Training and
+// every Forward attached to it (forwards trace it again for each new batch size). It is only read.
+// Nothing here is thread-safe: use one Training (and its forwards) from one thread at a time.
+// docs/training/compile.md describes the graph compile builds and the cost of each call.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <typeindex>
+#include <typeinfo>
+#include <variant>
+#include <vector>
+
+#include "tensorgrad/interp/host_tensor.h"
+#include "tensorgrad/ir/graph.h"
+#include "tensorgrad/ir/tensor.h"
+#include "tensorgrad/passes/optimizer.h"
+#include "tensorgrad/runtime/session.h"
+#include "tensorgrad/train/capture.h"
+#include "tensorgrad/train/module.h"
+#include "tensorgrad/train/schedule.h"
+
+namespace tg {
+
+// The traced inputs a loss or forward receives, by name.
+using Inputs = std::map<std::string, Tensor, std::less<>>;
+
+// A declared input. In a forward's specs, dim 0 may be -1: a wildcard batch dim, resolved at each
+// run from the data (all wildcards of one run must agree). Training inputs are fully static.
+struct InputSpec {
+  Shape shape;
+  DType dtype = DType::f32;
+  friend bool operator==(const InputSpec&, const InputSpec&) = default;
+};
+using InputSpecs = std::map<std::string, InputSpec, std::less<>>;
+
+// Flat param values keyed by dotted name ("l1.W"), row-major, as the seed's downloadParams.
+using ParamValues = std::map<std::string, std::vector<float>, std::less<>>;
+
+template <class M>
+struct TrainingSpec {
+  const M& model;
+  // Must return a 0-d float tensor (compile throws tg::Error naming the shape otherwise).
+  std::function<Tensor(const M&, const Inputs&)> loss;
+  InputSpecs inputs;
+  OptimizerConfig optimizer;
+  // The learning rate: a number or a schedule (step 1 = the first step). Not in OptimizerConfig:
+  // the optimizer pass takes it as a per-step input.
+  Schedule lr = 1e-3;
+  Backend backend = Backend::interp_f32;
+  // The init seed; when absent a random one is drawn (Training::seed() tells which).
+  std::optional<std::uint64_t> seed;
+  // Vulkan: the device to use; null creates one.
+  std::shared_ptr<vk::Context> vk_context;
+};
+
+template <class M>
+struct ForwardSpec {
+  std::function<Tensor(const M&, const Inputs&)> forward;
+  InputSpecs inputs;
+  // Compiled graphs kept, one per resolved batch size, least recently used evicted first.
+  std::size_t max_cached_shapes = 8;
+};
+
+// The result of Training::step / Forward::run: completed (a value and the captures) or failed
+// (RunFailure: kind + message). Kinds are Session's ("input", "runtime", "nonfinite", "device",
+// "memory", "internal") plus "schedule" (the schedule has no rate for the step number) and
+// "compile" (a forward could not be traced at a new batch size).
+template <class Value>
+class TrainingResult {
+ public:
+  static TrainingResult completed(Value value, Captures captures) {
+    return TrainingResult(Done{std::move(value), std::move(captures)});
+  }
+  static TrainingResult failed(RunFailure failure) { return TrainingResult(std::move(failure)); }
+
+  bool ok() const { return std::holds_alternative<Done>(state_); }
+  explicit operator bool() const { return ok(); }
+  // These throw tg::Error on the wrong branch (with the failure's message).
+  const Value& value() const { return done().value; }
+  const Captures& captures() const { return done().captures; }
+  const RunFailure& failure() const;
+
+ private:
+  struct Done {
+    Value value;
+    Captures captures;
+  };
+  explicit TrainingResult(Done done) : state_(std::move(done)) {}
+  explicit TrainingResult(RunFailure failure) : state_(std::move(failure)) {}
+  const Done& done() const;
+  std::variant<Done, RunFailure> state_;
+};
+
+class StepResult : public TrainingResult<double> {
+ public:
+  StepResult(TrainingResult<double> r) : TrainingResult<double>(std::move(r)) {}  // NOLINT(google-explicit-constructor)
+  double loss() const { return value(); }
+};
+class ForwardResult : public TrainingResult<HostTensor> {
+ public:
+  ForwardResult(TrainingResult<HostTensor> r) : TrainingResult<HostTensor>(std::move(r)) {}  // NOLINT
+  const HostTensor& output() const { return value(); }
+};
+
+namespace detail {
+// The model-type-free form of the specs, and the state a Training shares with its forwards.
+using ErasedFn = std::function<Tensor(const Module&, const Inputs&)>;
+struct ErasedTrainingSpec {
+  const Module* model = nullptr;
+  std::type_index model_type = typeid(void);
+  ErasedFn loss;
+  InputSpecs inputs;
+  OptimizerConfig optimizer;
+  Schedule lr;
+  Backend backend = Backend::interp_f32;
+  std::optional<std::uint64_t> seed;
+  std::shared_ptr<vk::Context> vk_context;
+};
+struct TrainingCore;
+struct ForwardCore;
+
+template <class M>
+ErasedFn erase(std::function<Tensor(const M&, const Inputs&)> fn) {
+  static_assert(std::is_base_of_v<Module, M>, "the model type must derive from tg::Module");
+  if (!fn) return {};
+  return [fn = std::move(fn)](const Module& m, const Inputs& in) { return fn(static_cast<const M&>(m), in); };
+}
+}  // namespace detail
+
+class Forward;
+
+struct ResetOptions {
+  bool params = true;     // re-init every param with the training's seed
+  bool optimizer = true;  // zero the optimizer state and set the step counter back to 0
+};
+
+struct ReplaceOptions {
+  std::optional<std::uint64_t> seed;         // default: a fresh random seed
+  std::optional<OptimizerConfig> optimizer;  // default: the current one
+  std::optional<Schedule> lr;                // default: the schedule given to compile (or set_lr)
+};
+
+class Training {
+ public:
+  Training(Training&&) noexcept;
+  Training& operator=(Training&&) noexcept;
+  ~Training();
+
+  // One optimizer step on `data` (exactly the declared inputs). Never throws. Only a completed step
+  // changes params and optimizer state and advances the step counter; a NaN or Inf loss fails with
+  // kind "nonfinite" and changes nothing.
+  StepResult step(const TensorMap& data);
+
+  // Completed steps so far (the next step is number steps() + 1 of the schedule).
+  std::int64_t steps() const;
+  std::uint64_t seed() const;
+  const std::vector<std::string>& param_names() const;
+  const std::vector<ParamInfo>& params() const;
+  // The compiled step graph (loss, gradients, optimizer update) and its ops, one per node.
+  const Graph& graph() const;
+  std::vector<std::string> kernels() const;
+  Backend backend() const;
+
+  // Current params, as floats (what every backend stores, except interp_f64) ...
+  ParamValues download_params() const;
+  // ... and exactly as the backend holds them (doubles on interp_f64).
+  TensorMap download_param_tensors() const;
+  // The gradients of the last completed step ("grad.<name>" outputs, before any clipping), keyed
+  // by param name. Throws tg::Error before the first completed step.
+  ParamValues download_param_grads() const;
+  TensorMap download_param_grad_tensors() const;
+  // The optimizer state inputs ("<param>.adam.m", ...), exactly as held.
+  TensorMap download_optimizer_state() const;
+  // Sets some or all params. Throws tg::Error naming every unknown name and wrong size; then
+  // nothing is written.
+  void upload_params(const ParamValues& values);
+
+  void reset(ResetOptions options = {});
+  // A new learning rate or schedule; its step 1 is the next step (rebased).
+  void set_lr(Schedule lr);
+  const Schedule& lr() const;
+
+  // Params, optimizer state and the step counter as a safetensors file (metadata "step", "seed").
+  // load checks the names and shapes (load_matching) and throws a SafetensorsError naming every
+  // mismatch; on any error nothing changes.
+  void save(const std::string& path) const;
+  void load(const std::string& path);
+
+  // A new model (same type as compiled with), compiled with the same loss and inputs: fresh params
+  // (seed: options.seed or a random one), zero optimizer state, step counter 0. Attached forwards
+  // stay valid; they recompile on their next run. Throws what compile throws; then nothing changed.
+  template <class M>
+  void replace_model(const M& model, ReplaceOptions options = {}) {
+    replace_model_erased(model, typeid(M), std::move(options));
+  }
+
+  // An inference forward sharing this training's params (see Forward).
+  template <class M>
+  Forward attach(ForwardSpec<M> spec);
+
+ private:
+  friend Training compile_erased(detail::ErasedTrainingSpec spec);
+  explicit Training(std::shared_ptr<detail::TrainingCore> core);
+  void replace_model_erased(const Module& model, std::type_index type, ReplaceOptions options);
+  Forward attach_erased(detail::ErasedFn fn, std::type_index type, InputSpecs inputs, std::size_t max_cached);
+
+  std::shared_ptr<detail::TrainingCore> core_;
+};
+
+// A forward graph compiled on the training's backend, reading the training's params: before a run,
+// if the params changed since this forward last copied them (a step, upload, reset, load), it copies
+// them all (a download from the training session and an upload into its own; on Vulkan a round
+// trip through the host). One graph is compiled per resolved batch size, and the
+// max_cached_shapes most recently used are kept. It keeps the training's state alive.
+class Forward {
+ public:
+  Forward(Forward&&) noexcept;
+  Forward& operator=(Forward&&) noexcept;
+  ~Forward();
+
+  // Never throws. Failures: "input" (unknown, missing or misshapen inputs, disagreeing wildcards),
+  // "compile" (the forward cannot be traced at this batch size), and Session's kinds.
+  ForwardResult run(const TensorMap& data);
+  const std::vector<std::string>& param_names() const;
+  // The graph for these inputs' batch size (compiled and cached like run). Throws tg::Error.
+  const Graph& graph_for(const TensorMap& data);
+  std::size_t cached_shapes() const;
+
+ private:
+  friend class Training;
+  explicit Forward(std::unique_ptr<detail::ForwardCore> core);
+  std::unique_ptr<detail::ForwardCore> core_;
+};
+
+// Compiles the training step: traces spec.loss with the model's params bound, checks it is a 0-d
+// float, differentiates it w.r.t. every param, appends the optimizer, and builds a Session with
+// params = init_params(model, seed) and zero optimizer state. Throws tg::Error (or a ShapeError
+// from tracing, a vk error from the backend) on any problem.
+Training compile_erased(detail::ErasedTrainingSpec spec);
+
+template <class M>
+Training compile(TrainingSpec<M> spec) {
+  return compile_erased({.model = &spec.model,
+                         .model_type = typeid(M),
+                         .loss = detail::erase<M>(std::move(spec.loss)),
+                         .inputs = std::move(spec.inputs),
+                         .optimizer = std::move(spec.optimizer),
+                         .lr = std::move(spec.lr),
+                         .backend = spec.backend,
+                         .seed = spec.seed,
+                         .vk_context = std::move(spec.vk_context)});
+}
+
+template <class M>
+Forward Training::attach(ForwardSpec<M> spec) {
+  return attach_erased(detail::erase<M>(std::move(spec.forward)), typeid(M), std::move(spec.inputs),
+                       spec.max_cached_shapes);
+}
+
+template <class Value>
+const RunFailure& TrainingResult<Value>::failure() const {
+  if (ok()) throw Error("the call completed; it has no failure");
+  return std::get<RunFailure>(state_);
+}
+
+template <class Value>
+const typename TrainingResult<Value>::Done& TrainingResult<Value>::done() const {
+  if (const auto* f = std::get_if<RunFailure>(&state_)) throw Error("the call failed (" + f->kind + "): " + f->message);
+  return std::get<Done>(state_);
+}
+
+}  // namespace tg

@@ -1,0 +1,147 @@
+// tg::Training: the step, param access, reset, set_lr and replace_model.
+#include "tensorgrad/train/training.h"
+
+#include <algorithm>
+
+#include "tensorgrad/ir/error.h"
+#include "tensorgrad/ir/ops/op_def.h"
+#include "training_impl.h"
+
+namespace tg {
+
+Training::Training(std::shared_ptr<detail::TrainingCore> core) : core_(std::move(core)) {}
+Training::Training(Training&&) noexcept = default;
+Training& Training::operator=(Training&&) noexcept = default;
+Training::~Training() = default;
+
+StepResult Training::step(const TensorMap& data) {
+  detail::TrainingCore& core = *core_;
+  if (auto problems = detail::check_data(core.spec.inputs, data)) {
+    return TrainingResult<double>::failed(detail::failure("input", "step: " + *problems));
+  }
+  const std::int64_t number = core.steps + 1;
+  TensorMap feed;
+  try {
+    feed = optimizer_step_inputs(core.spec.optimizer, core.lr, number);
+  } catch (const std::exception& e) {
+    return TrainingResult<double>::failed(
+        detail::failure("schedule", "step " + std::to_string(number) + ": " + e.what()));
+  }
+  for (const auto& [name, value] : data) feed.emplace(name, value);
+  if (core.compiled.uses_step_seed) feed.insert_or_assign(kStepSeedInput, detail::step_seed_value(core.seed, number));
+
+  const RunResult run = core.compiled.session->run(feed);
+  if (!run.ok()) return TrainingResult<double>::failed(run.failure());
+  try {
+    TensorMap outputs = run.outputs();
+    TensorMap grads;
+    for (const std::string& name : core.compiled.param_names) {
+      auto node = outputs.extract("grad." + name);
+      if (!node.empty()) grads.emplace(name, std::move(node.mapped()));
+    }
+    const double loss = outputs.at("loss").values.at(0);
+    core.last_grads = std::move(grads);
+    core.steps = number;
+    ++core.params_version;
+    return TrainingResult<double>::completed(loss, Captures::from_outputs(outputs));
+  } catch (const std::exception& e) {
+    // Only a bad_alloc can get here; the params were updated, so count the step.
+    core.steps = number;
+    ++core.params_version;
+    return TrainingResult<double>::failed(detail::failure("memory", e.what()));
+  }
+}
+
+std::int64_t Training::steps() const { return core_->steps; }
+std::uint64_t Training::seed() const { return core_->seed; }
+const std::vector<std::string>& Training::param_names() const { return core_->compiled.param_names; }
+const std::vector<ParamInfo>& Training::params() const { return core_->compiled.params; }
+const Graph& Training::graph() const { return core_->compiled.session->graph(); }
+std::vector<std::string> Training::kernels() const {
+  // One entry per node: the op each dispatch (Vulkan) or kernel call (interpreter) runs.
+  std::vector<std::string> out;
+  for (const Node& node : graph().nodes()) out.emplace_back(op_def(node.op).name);
+  return out;
+}
+Backend Training::backend() const { return core_->spec.backend; }
+const Schedule& Training::lr() const { return core_->lr; }
+
+namespace {
+ParamValues as_floats(const TensorMap& tensors) {
+  ParamValues out;
+  for (const auto& [name, t] : tensors) out.emplace(name, t.to_f32());
+  return out;
+}
+}  // namespace
+
+TensorMap Training::download_param_tensors() const {
+  TensorMap out;
+  for (const std::string& name : core_->compiled.param_names) out.emplace(name, core_->compiled.session->param(name));
+  return out;
+}
+
+ParamValues Training::download_params() const { return as_floats(download_param_tensors()); }
+
+TensorMap Training::download_param_grad_tensors() const {
+  if (!core_->last_grads) throw Error("download_param_grads: no step has completed yet (since compile or reset)");
+  return *core_->last_grads;
+}
+
+ParamValues Training::download_param_grads() const { return as_floats(download_param_grad_tensors()); }
+
+TensorMap Training::download_optimizer_state() const {
+  TensorMap out;
+  for (const std::string& name : core_->compiled.state_inputs) out.emplace(name, core_->compiled.session->param(name));
+  return out;
+}
+
+void Training::upload_params(const ParamValues& values) {
+  const auto& params = core_->compiled.params;
+  std::string problems;
+  const auto add = [&](const std::string& problem) { problems += (problems.empty() ? "" : "; ") + problem; };
+  for (const auto& [name, data] : values) {
+    const auto it = std::find_if(params.begin(), params.end(), [&](const ParamInfo& p) { return p.name == name; });
+    if (it == params.end()) {
+      add("unknown param '" + name + "'");
+    } else if (static_cast<std::int64_t>(data.size()) != num_elements(it->shape)) {
+      add("param '" + name + "' is f32" + shape_to_string(it->shape) + " (" + std::to_string(num_elements(it->shape)) +
+          " values), got " + std::to_string(data.size()) + " values");
+    }
+  }
+  if (!problems.empty()) throw Error("upload_params: " + problems + "; nothing was written");
+  for (const auto& [name, data] : values) {
+    const auto it = std::find_if(params.begin(), params.end(), [&](const ParamInfo& p) { return p.name == name; });
+    core_->compiled.session->set_param(name, HostTensor::f32(it->shape, data));
+  }
+  ++core_->params_version;
+}
+
+void Training::reset(ResetOptions options) { core_->reinit(options.params, options.optimizer); }
+
+void Training::set_lr(Schedule lr) {
+  validate(lr);
+  core_->lr = rebased(lr, core_->steps);
+  core_->base_lr = std::move(lr);
+}
+
+void Training::replace_model_erased(const Module& model, std::type_index type, ReplaceOptions options) {
+  detail::TrainingCore& core = *core_;
+  if (type != core.spec.model_type) {
+    throw Error("replace_model: the new model's type differs from the compiled one; the loss takes the compiled type");
+  }
+  if (options.lr) validate(*options.lr);
+  detail::ErasedTrainingSpec spec = core.spec;
+  spec.model = &model;
+  if (options.optimizer) spec.optimizer = *options.optimizer;
+  detail::CompiledStep compiled = detail::compile_step(spec);
+  // Everything that can throw is done (init_value of a checked ParamInfo does not): swap in.
+  core.spec = std::move(spec);
+  core.compiled = std::move(compiled);
+  core.seed = options.seed.value_or(detail::random_seed());
+  if (options.lr) core.base_lr = *options.lr;
+  core.snapshot.reset();
+  ++core.generation;
+  core.reinit(true, true);
+}
+
+}  // namespace tg

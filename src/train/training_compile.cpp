@@ -1,0 +1,156 @@
+// tg::compile: trace the loss with the params bound, differentiate, append the optimizer, and build
+// the Session that runs the step.
+#include <random>
+
+#include "tensorgrad/ir/error.h"
+#include "tensorgrad/passes/autodiff.h"
+#include "training_impl.h"
+
+namespace tg {
+namespace detail {
+
+RunFailure failure(std::string kind, std::string message) { return {std::move(kind), std::move(message)}; }
+
+std::uint64_t random_seed() {
+  std::random_device device;
+  return (static_cast<std::uint64_t>(device()) << 32) ^ device();
+}
+
+HostTensor step_seed_value(std::uint64_t seed, std::int64_t index) {
+  // splitmix64 of (seed, index): a different seed per run, the same for the same (seed, run).
+  std::uint64_t z = seed + 0x9E3779B97F4A7C15ULL * static_cast<std::uint64_t>(index + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  return HostTensor::i32({}, {static_cast<std::int32_t>(z & 0x7FFFFFFFU)});
+}
+
+namespace {
+std::string names_of(const InputSpecs& specs) {
+  std::string out;
+  for (const auto& entry : specs) out += (out.empty() ? "" : ", ") + entry.first;
+  return out.empty() ? "(none)" : out;
+}
+}  // namespace
+
+std::optional<std::string> check_data(const InputSpecs& specs, const TensorMap& data) {
+  std::string problems;
+  const auto add = [&](const std::string& problem) { problems += (problems.empty() ? "" : "; ") + problem; };
+  for (const auto& [name, value] : data) {
+    if (!specs.contains(name)) add("unknown input '" + name + "' (the declared inputs are " + names_of(specs) + ")");
+  }
+  for (const auto& [name, spec] : specs) {
+    const TensorType expected{spec.dtype, spec.shape};
+    const auto it = data.find(name);
+    if (it == data.end()) {
+      add("missing input '" + name + "' (" + expected.to_string() + ")");
+    } else if (!(it->second.type == expected)) {
+      add("input '" + name + "': expected " + expected.to_string() + ", got " + it->second.type.to_string());
+    } else if (static_cast<std::int64_t>(it->second.values.size()) != expected.size()) {
+      add("input '" + name + "' (" + expected.to_string() + "): expected " + std::to_string(expected.size()) +
+          " values, got " + std::to_string(it->second.values.size()));
+    }
+  }
+  if (problems.empty()) return std::nullopt;
+  return problems;
+}
+
+Graph trace(const Module& model, const ErasedFn& fn, const InputSpecs& inputs, const std::string& graph_name,
+            const std::function<void(GraphBuilder&, const Tensor&)>& add_outputs) {
+  GraphBuilder builder(graph_name);
+  {
+    TracingScope scope(builder);
+    ParamBinding bound(model, builder);
+    Inputs traced;
+    for (const auto& [name, spec] : inputs) traced.emplace(name, builder.input(name, {spec.dtype, spec.shape}));
+    const Tensor result = fn(model, traced);
+    if (!result.valid() || &result.builder() != &builder) {
+      throw Error("graph '" + graph_name + "': the function must return a tensor traced from its inputs or params");
+    }
+    add_outputs(builder, result);
+  }
+  return builder.take();
+}
+
+CompiledStep compile_step(const ErasedTrainingSpec& spec) {
+  if (spec.model == nullptr) throw Error("compile: no model");
+  if (!spec.loss) throw Error("compile: no loss function");
+  for (const auto& [name, input] : spec.inputs) {
+    for (const std::int64_t dim : input.shape) {
+      if (dim < 0) {
+        throw Error("compile: input '" + name + "' has shape " + shape_to_string(input.shape) +
+                    ": training inputs are static (wildcards are for attached forwards)");
+      }
+    }
+  }
+  CompiledStep out;
+  out.params = spec.model->params();
+  if (out.params.empty()) throw Error("compile: the model has no params to train");
+  for (const ParamInfo& p : out.params) out.param_names.push_back(p.name);
+
+  const Graph forward = trace(*spec.model, spec.loss, spec.inputs, "training", [](GraphBuilder& b, const Tensor& loss) {
+    if (loss.rank() != 0 || !is_float(loss.dtype())) {
+      throw Error("compile: the loss must be a 0-d float tensor (a scalar), got " + loss.type().to_string() +
+                  "; reduce it, e.g. with mean()");
+    }
+    b.output("loss", loss);
+  });
+  const Graph with_grads = differentiate(forward, {.loss = "loss"});
+  std::vector<ParamGrad> grads = param_grads(with_grads);
+  for (ParamGrad& g : grads) {
+    for (const ParamInfo& p : out.params)
+      if (p.name == g.param) g.decay = p.decay;
+  }
+  OptimizedGraph optimized = append_optimizer(with_grads, grads, spec.optimizer);
+  out.state_inputs = optimized.state_inputs;
+  out.uses_step_seed = optimized.graph.find_input(kStepSeedInput).has_value();
+  out.session = std::make_unique<Session>(optimized.graph, SessionOptions{.backend = spec.backend,
+                                                                          .vk_context = spec.vk_context,
+                                                                          .writebacks = optimized.writebacks,
+                                                                          .commit_if_finite = "loss"});
+  return out;
+}
+
+void TrainingCore::reinit(bool params, bool optimizer) {
+  Session& session = *compiled.session;
+  if (params) {
+    for (const ParamInfo& p : compiled.params) session.set_param(p.name, init_value(p, seed));
+    ++params_version;
+  }
+  if (optimizer) {
+    for (const std::string& name : compiled.state_inputs) {
+      const auto id = session.graph().find_input(name);
+      session.set_param(name, HostTensor::filled(session.graph().type(*id), 0.0));
+    }
+    steps = 0;
+    lr = base_lr;
+    last_grads.reset();
+  }
+}
+
+const TensorMap& TrainingCore::param_snapshot() {
+  if (!snapshot || snapshot_version != params_version) {
+    TensorMap values;
+    for (const std::string& name : compiled.param_names) values.emplace(name, compiled.session->param(name));
+    snapshot = std::move(values);
+    snapshot_version = params_version;
+  }
+  return *snapshot;
+}
+
+}  // namespace detail
+
+Training compile_erased(detail::ErasedTrainingSpec spec) {
+  validate(spec.lr);
+  if (spec.backend == Backend::vulkan && !spec.vk_context) spec.vk_context = vk::Context::create();
+  auto core = std::make_shared<detail::TrainingCore>();
+  core->compiled = detail::compile_step(spec);
+  core->seed = spec.seed.value_or(detail::random_seed());
+  core->base_lr = spec.lr;
+  core->lr = spec.lr;
+  core->spec = std::move(spec);
+  core->reinit(true, true);
+  return Training(std::move(core));
+}
+
+}  // namespace tg

@@ -1,0 +1,82 @@
+#pragma once
+// The state behind tg::Training and tg::Forward (include/tensorgrad/train/training.h), shared by
+// the src/train/training*.cpp files.
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tensorgrad/train/training.h"
+
+namespace tg::detail {
+
+// What compiling a training spec produces; replace_model builds a new one and swaps it in.
+struct CompiledStep {
+  std::vector<ParamInfo> params;
+  std::vector<std::string> param_names;
+  std::vector<std::string> state_inputs;  // the optimizer's, zero at step 0
+  std::unique_ptr<Session> session;       // holds the graph, params and state
+  bool uses_step_seed = false;
+};
+
+struct TrainingCore {
+  ErasedTrainingSpec spec;  // model, loss, inputs, optimizer, backend, device
+  Schedule base_lr;         // the schedule as the user gave it (reset and replace_model restart it)
+  Schedule lr;              // base_lr rebased by set_lr
+  std::uint64_t seed = 0;
+  CompiledStep compiled;
+  std::int64_t steps = 0;
+  std::optional<TensorMap> last_grads;  // "grad.<param>" of the last completed step, keyed by param
+  // Bumped whenever params change (steps, uploads, resets, loads), so forwards know to copy them.
+  std::uint64_t params_version = 0;
+  // Bumped by replace_model: forwards drop their compiled graphs.
+  std::uint64_t generation = 0;
+  // The params downloaded at params_version == snapshot_version, shared by every forward's sync.
+  std::optional<TensorMap> snapshot;
+  std::uint64_t snapshot_version = 0;
+
+  // Sets params to init_value(seed) and/or zeroes the optimizer state (and the step counter).
+  void reinit(bool params, bool optimizer);
+  const TensorMap& param_snapshot();
+};
+
+struct ForwardCore {
+  std::shared_ptr<TrainingCore> training;
+  ErasedFn fn;
+  std::type_index model_type = typeid(void);
+  InputSpecs inputs;
+  std::size_t max_cached = 8;
+
+  struct Entry {
+    std::int64_t batch = -1;  // the resolved wildcard, -1 without one
+    std::unique_ptr<Session> session;
+    std::uint64_t synced_version = 0;
+    bool synced = false;
+    bool uses_step_seed = false;
+  };
+  std::list<Entry> cache;  // most recently used first
+  std::uint64_t generation = 0;
+  std::int64_t runs = 0;
+
+  // The entry for `batch` (compiling it on a miss, evicting the least recently used). Throws.
+  Entry& entry_for(std::int64_t batch);
+};
+
+// Checks `data` against the declared inputs (all of them, nothing else, each of its type). Returns
+// a message naming every problem (the input, what was expected, what came), or nothing.
+std::optional<std::string> check_data(const InputSpecs& specs, const TensorMap& data);
+
+// Traces fn(model, inputs) with the model's params bound (one param input per param, then one
+// data input per spec) and lets add_outputs name the outputs. Throws what tracing throws.
+Graph trace(const Module& model, const ErasedFn& fn, const InputSpecs& inputs, const std::string& graph_name,
+            const std::function<void(GraphBuilder&, const Tensor&)>& add_outputs);
+
+CompiledStep compile_step(const ErasedTrainingSpec& spec);
+std::uint64_t random_seed();
+// The step_seed input of stochastic ops for run `index` of a graph under `seed`.
+HostTensor step_seed_value(std::uint64_t seed, std::int64_t index);
+RunFailure failure(std::string kind, std::string message);
+
+}  // namespace tg::detail

@@ -1,0 +1,52 @@
+// Training::save / load: params, optimizer state and the step counter in one safetensors file.
+#include <charconv>
+
+#include "tensorgrad/ir/error.h"
+#include "tensorgrad/train/safetensors.h"
+#include "training_impl.h"
+
+namespace tg {
+namespace {
+
+constexpr const char* kStepKey = "tensorgrad.step";
+constexpr const char* kSeedKey = "tensorgrad.seed";
+
+// Every param and optimizer state input with its type: what a checkpoint holds.
+std::map<std::string, TensorType> checkpoint_types(const detail::TrainingCore& core) {
+  std::map<std::string, TensorType> out;
+  const Graph& graph = core.compiled.session->graph();
+  for (const GraphInput& in : graph.inputs()) {
+    if (in.kind != InputKind::data) out.emplace(in.name, graph.type(in.value));
+  }
+  return out;
+}
+
+}  // namespace
+
+void Training::save(const std::string& path) const {
+  TensorMap tensors = download_param_tensors();
+  tensors.merge(download_optimizer_state());
+  save_safetensors(path, tensors, {{kStepKey, std::to_string(core_->steps)}, {kSeedKey, std::to_string(core_->seed)}});
+}
+
+void Training::load(const std::string& path) {
+  detail::TrainingCore& core = *core_;
+  SafetensorsFile file = load_matching(path, checkpoint_types(core));
+  const auto it = file.metadata.find(kStepKey);
+  std::int64_t steps = -1;
+  if (it != file.metadata.end()) {
+    const std::string& text = it->second;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), steps);
+    if (error != std::errc() || end != text.data() + text.size()) steps = -1;
+  }
+  if (steps < 0) {
+    throw SafetensorsError(path + ": not a training checkpoint: metadata '" + kStepKey +
+                           "' (the step counter) is missing or not a count");
+  }
+  for (const auto& [name, value] : file.tensors) core.compiled.session->set_param(name, value);
+  core.steps = steps;
+  core.last_grads.reset();
+  ++core.params_version;
+}
+
+}  // namespace tg
