@@ -1,0 +1,106 @@
+#pragma once
+// The two training workloads of design.md as tensorgrad models, shared by the examples, the parity
+// goldens (tests/golden/train) and the benchmarks (bench/), so all three train the same thing.
+//   W1: MLP fitting y = sin(x): Linear(1,64)-relu-Linear(64,64)-relu-Linear(64,1), MSE.
+//   W2: char transformer: token embedding + learned positions, pre-LayerNorm blocks (causal
+//       multi-head attention, GELU (tanh) MLP of 4x width), final LayerNorm, linear head,
+//       cross-entropy. design.md's size: vocab 65, T 128, d 128, 4 layers, 4 heads.
+#include <cstdint>
+#include <string>
+
+#include "tensorgrad/tensorgrad.h"
+
+namespace tg::examples {
+
+// ---- W1 ----
+
+struct Mlp : Module {
+  Linear l1{*this, "l1", 1, 64};
+  Linear l2{*this, "l2", 64, 64};
+  Linear l3{*this, "l3", 64, 1};
+};
+
+inline Tensor mlp_predict(const Mlp& m, const Inputs& in) {
+  return m.l3(relu(m.l2(relu(m.l1(in.at("x"))))));
+}
+
+inline Tensor mlp_loss(const Mlp& m, const Inputs& in) {
+  const Tensor r = mlp_predict(m, in) - in.at("y");
+  return mean(r * r);
+}
+
+// ---- W2 ----
+
+struct TransformerConfig {
+  std::int64_t vocab = 65;
+  std::int64_t context = 128;  // T
+  std::int64_t width = 128;    // d
+  std::int64_t layers = 4;
+  std::int64_t heads = 4;
+};
+
+struct Attention : Module {
+  Attention(Module& parent, std::string name, std::int64_t width)
+      : Module(parent, std::move(name)),
+        q(*this, "q", width, width),
+        k(*this, "k", width, width),
+        v(*this, "v", width, width),
+        proj(*this, "proj", width, width) {}
+  Linear q, k, v, proj;
+};
+
+struct Block : Module {
+  Block(Module& parent, std::string name, std::int64_t width)
+      : Module(parent, std::move(name)),
+        ln1(*this, "ln1", width),
+        attn(*this, "attn", width),
+        ln2(*this, "ln2", width),
+        fc(*this, "fc", width, 4 * width),
+        out(*this, "out", 4 * width, width) {}
+  LayerNorm ln1;
+  Attention attn;
+  LayerNorm ln2;
+  Linear fc, out;
+};
+
+struct CharTransformer : Module {
+  explicit CharTransformer(const TransformerConfig& c = {})
+      : config(c),
+        tokens(*this, "tokens", c.vocab, c.width),
+        positions(*this, "positions", {c.context, c.width}),
+        blocks(*this, "blocks", c.layers, c.width),
+        ln(*this, "ln", c.width),
+        head(*this, "head", c.width, c.vocab) {}
+  TransformerConfig config;
+  Embedding tokens;
+  Param positions;
+  ModuleList<Block> blocks;
+  LayerNorm ln;
+  Linear head;
+};
+
+// Causal self-attention on [B, T, d]: heads split to [B, H, T, d/H], scaled scores, causal softmax.
+inline Tensor attend(const Attention& a, const Tensor& x, std::int64_t heads) {
+  const std::int64_t head_width = x.type().shape.back() / heads;
+  const Tensor q = split_heads(a.q(x), heads);
+  const Tensor k = split_heads(a.k(x), heads);
+  const Tensor v = split_heads(a.v(x), heads);
+  const Tensor scores = matmul(q, swap_axes(k, -1, -2)) * (1.0f / std::sqrt(static_cast<float>(head_width)));
+  return a.proj(merge_heads(matmul(softmax_causal(scores), v)));
+}
+
+// Logits [B, T, vocab] for tokens [B, T] (i32).
+inline Tensor transformer_logits(const CharTransformer& m, const Inputs& in) {
+  Tensor h = m.tokens(in.at("tokens")) + m.positions;
+  for (const Block& b : m.blocks) {
+    h = h + attend(b.attn, b.ln1(h), m.config.heads);
+    h = h + b.out(gelu(b.fc(b.ln2(h))));
+  }
+  return m.head(m.ln(h));
+}
+
+inline Tensor transformer_loss(const CharTransformer& m, const Inputs& in) {
+  return cross_entropy(transformer_logits(m, in), in.at("targets"));
+}
+
+}  // namespace tg::examples
