@@ -20,9 +20,7 @@ struct Mlp : Module {
   Linear l3{*this, "l3", 64, 1};
 };
 
-inline Tensor mlp_predict(const Mlp& m, const Inputs& in) {
-  return m.l3(relu(m.l2(relu(m.l1(in.at("x"))))));
-}
+inline Tensor mlp_predict(const Mlp& m, const Inputs& in) { return m.l3(relu(m.l2(relu(m.l1(in.at("x")))))); }
 
 inline Tensor mlp_loss(const Mlp& m, const Inputs& in) {
   const Tensor r = mlp_predict(m, in) - in.at("y");

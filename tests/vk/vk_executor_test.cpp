@@ -186,6 +186,32 @@ TEST_F(VkTest, ExecutorGridStrideCoversMoreThan65535Workgroups) {
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 
+// Same-shape operands take the vec4 fast path with a scalar tail: element counts that are and are
+// not multiples of 4, for arithmetic (bit-exact: +, -, * are correctly rounded on both sides), the
+// comparisons and where.
+TEST_F(VkTest, ExecutorSameShapeFastPathAndItsTail) {
+  auto ctx = make_context();
+  for (std::int64_t n : {1, 2, 3, 4, 5, 6, 7, 1001, 1000003}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    GraphBuilder b("fast");
+    TracingScope scope(b);
+    Tensor x = b.input("x", {DType::f32, {n}});
+    Tensor y = b.input("y", {DType::f32, {n}});
+    b.output("sum", x + y);
+    b.output("diff", x - y);
+    b.output("prod", x * y);
+    b.output("less", less(x, y));
+    b.output("pick", where(greater(x, y), x, y));
+    const Graph g = b.take();
+    Program program(ctx, g);
+    const TensorMap in{{"x", random_f32({n}, 41)}, {"y", random_f32({n}, 43)}};
+    const TensorMap got = program.run(in);
+    const TensorMap want = interpret(g, in, {.compute = ComputeType::f32}).outputs;
+    for (const auto& [name, w] : want) EXPECT_EQ(got.at(name).values, w.values) << name;
+  }
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
 TEST_F(VkTest, ExecutorInputErrorsNameTheInput) {
   auto ctx = make_context();
   GraphBuilder b("errs");

@@ -96,6 +96,16 @@ TEST_F(VkTest, MatmulSizesInAndOffTheTileGrid) {
   check_matmul(ctx, {{65, 16}, {16, 63}}, 9);    // one past / one short of a tile
 }
 
+// The 128x128-tile kernel (M, N >= 128) with vec4 and scalar row loads: whole and ragged tiles,
+// batched, K or N not a multiple of 4 (the scalar paths).
+TEST_F(VkTest, MatmulLargeTilesVec4AndScalarRows) {
+  auto ctx = make_context();
+  check_matmul(ctx, {{256, 64}, {64, 384}}, 31);        // whole 128x128 tiles, vec4 A, B, C
+  check_matmul(ctx, {{2, 136, 36}, {2, 36, 132}}, 33);  // batched, ragged tiles, vec4
+  check_matmul(ctx, {{129, 128}, {128, 130}}, 35);      // vec4 A, scalar B/C (N % 4 = 2)
+  check_matmul(ctx, {{200, 30}, {30, 128}}, 37);        // scalar A (K % 4 = 2), vec4 B/C
+}
+
 TEST_F(VkTest, MatmulLongReduction) {
   auto ctx = make_context();
   check_matmul(ctx, {{5, 4099}, {4099, 3}}, 11);

@@ -1,6 +1,8 @@
 // Launches of the broadcasting elementwise family (shaders/elementwise_binary.comp): per-input
 // strides over the output's axes (0 along broadcast axes), after merging axes every input walks
-// contiguously and dropping axes of extent 1, so most broadcasts need 1-3 axes.
+// contiguously and dropping axes of extent 1, so most broadcasts need 1-3 axes. When every input
+// has the output's shape the shader takes its contiguous fast path: uvec4 words, one per
+// invocation, no index arithmetic.
 #include <algorithm>
 
 #include "tensorgrad/ir/error.h"
@@ -11,6 +13,7 @@ namespace tg::vk {
 namespace {
 
 constexpr std::size_t kMaxRank = 6;
+constexpr std::uint32_t kFlagContiguous = 8;  // FLAG_CONTIGUOUS in the shader
 
 struct BinaryPush {
   std::uint32_t op = 0;
@@ -77,11 +80,14 @@ KernelLaunch plan_broadcast(const Graph& graph, const Node& node, BinaryOp op) {
 
   KernelLaunch launch;
   launch.shader = "elementwise_binary";
+  const bool contiguous = (push.flags & 7u) == 7u;  // every operand at the output index
+  if (contiguous) push.flags |= kFlagContiguous;
   launch.bindings.assign(node.inputs.begin(), node.inputs.end());
   while (launch.bindings.size() < 3) launch.bindings.push_back(node.inputs[0]);  // unused operand slot
   launch.bindings.push_back(node.output);
   append_pod(launch.push, push);
-  launch.items = push.n;
+  // Fast path: one invocation per vec4, and at least one per trailing word (n % 4 of them).
+  launch.items = contiguous ? std::max<std::uint64_t>(push.n / 4, push.n % 4) : push.n;
   return launch;
 }
 

@@ -1,7 +1,9 @@
 // Launches of the matmul family (shaders/matmul.comp): [..., M, K] x [K, N] with the lhs's leading
 // dims folded into M, or batched [B..., M, K] x [B..., K, N]. One workgroup of 256 invocations per
-// 64x64 output tile (items = tiles * 256); the shader decodes (batch, tile row, tile column) from
-// the workgroup id and loops grid-stride when the tiles exceed the executor's 65535 groups.
+// output tile (items = tiles * 256): 128x128 tiles (the fast path) when M and N reach 128, else
+// 64x64, so small products do not compute mostly padding. The shader decodes (batch, tile row, tile
+// column) from the workgroup id and loops grid-stride when the tiles exceed the executor's 65535
+// groups.
 #include <algorithm>
 #include <limits>
 
@@ -12,8 +14,14 @@ namespace tg::vk {
 
 namespace {
 
-constexpr std::int64_t kTile = 64;
+constexpr std::int64_t kSmallTile = 64;
+constexpr std::int64_t kLargeTile = 128;
 constexpr std::uint32_t kGroupSize = 256;
+
+// Must match the FLAG_* constants of shaders/matmul.comp.
+constexpr std::uint32_t kFlagLarge = 1;  // 128x128 tiles
+constexpr std::uint32_t kFlagVecA = 2;   // K % 4 == 0: rows of A move as vec4
+constexpr std::uint32_t kFlagVecBC = 4;  // N % 4 == 0: rows of B and C move as vec4
 
 struct MatmulPush {
   std::uint32_t m = 0;
@@ -24,8 +32,9 @@ struct MatmulPush {
   std::uint32_t tiles_n = 0;
   std::uint32_t a_batch_stride = 0;
   std::uint32_t b_batch_stride = 0;
+  std::uint32_t flags = 0;
 };
-static_assert(sizeof(MatmulPush) == 32);
+static_assert(sizeof(MatmulPush) == 36);
 
 KernelLaunch plan_matmul(const Graph& graph, const Node& node) {
   const Shape& a = graph.type(node.inputs[0]).shape;
@@ -48,10 +57,15 @@ KernelLaunch plan_matmul(const Graph& graph, const Node& node) {
   push.n = static_cast<std::uint32_t>(n);
   push.k = static_cast<std::uint32_t>(k);
   push.batches = static_cast<std::uint32_t>(batches);
-  push.tiles_m = static_cast<std::uint32_t>((m + kTile - 1) / kTile);
-  push.tiles_n = static_cast<std::uint32_t>((n + kTile - 1) / kTile);
+  const bool large = m >= kLargeTile && n >= kLargeTile;
+  const std::int64_t tile = large ? kLargeTile : kSmallTile;
+  push.tiles_m = static_cast<std::uint32_t>((m + tile - 1) / tile);
+  push.tiles_n = static_cast<std::uint32_t>((n + tile - 1) / tile);
   push.a_batch_stride = static_cast<std::uint32_t>(m * k);
   push.b_batch_stride = batched ? static_cast<std::uint32_t>(k * n) : 0u;
+  // vec4 rows: with K (N) a multiple of 4 every row and batch of A (B and C) starts on a vec4 of its
+  // binding. Only the large tiles use vec4; the small ones always move scalars.
+  push.flags = (large ? kFlagLarge : 0u) | (k % 4 == 0 ? kFlagVecA : 0u) | (n % 4 == 0 ? kFlagVecBC : 0u);
 
   KernelLaunch launch;
   launch.shader = "matmul";

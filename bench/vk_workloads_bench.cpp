@@ -1,0 +1,288 @@
+// The named workloads of design.md on the Vulkan executor, timed by GPU timestamps:
+//   vk/W3_matmul/<n>          fp32 matmul n x n x n, n = 1024, 2048, 4096, 8192 (GFLOP/s, 2 n^3 flops)
+//   vk/W4_add_2^26            add of 2^26 floats (GB/s counting 12 bytes/element: two reads, one write)
+//   vk/W5_softmax_8192x4096   softmax over the last axis (GB/s counting 8 bytes/element: read + write)
+// bench/pytorch_workloads.py --device cuda gives PyTorch's figures for the same workloads.
+//
+// Each program is a chain of `dispatches` copies of the op, each on the previous one's result
+// (x_{i+1} = x_i @ b, x_i + b, softmax(x_i)), so the dispatches run back to back on a busy GPU, as
+// PyTorch's timing loop runs its kernels: one dispatch after the host spent a second converting
+// inputs would be timed at idle clocks. The figure is the mean dispatch time from the timestamps
+// (ProgramOptions::timestamps), reported as the iteration time (UseManualTime); the counters are
+// the rate over every dispatch timed, "first_us" (the first dispatch of a run, the one after the
+// upload), "dispatches" (per run) and "wall_us" (one whole run(): input conversion and upload, all
+// dispatches, readback and conversion; dominated by the host side at these sizes).
+// Before timing, one run's first result is checked against a host computation in double, so a
+// wrong fast path cannot post a figure. Iterations (runs) are fixed per workload: a run of 2^26
+// elements takes about a second on the host.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tensorgrad/interp/host_tensor.h"
+#include "tensorgrad/ir/ops/api.h"
+#include "tensorgrad/ir/ops/op_def.h"
+#include "tensorgrad/ir/tensor.h"
+#include "tensorgrad/vk/context.h"
+#include "tensorgrad/vk/executor.h"
+
+namespace {
+
+using namespace tg;
+
+std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// The result check of one workload's first dispatch: empty when right, else what is wrong.
+using Check = std::string (*)(const TensorMap& inputs, const HostTensor& first);
+
+struct Workload {
+  Graph graph;
+  TensorMap inputs;
+  Check check = nullptr;
+  double work = 0;  // flops (W3) or bytes (W4, W5) of one dispatch, for the rate counter
+  const char* rate_name = "";
+};
+
+// Builds the chain x_1 = op(x_0), ..., x_dispatches = op(x_{dispatches-1}); outputs "first" (x_1,
+// checked) and "last".
+template <class Op>
+Graph chain(GraphBuilder& b, const Tensor& x0, int dispatches, Op op) {
+  Tensor x = op(x0);
+  b.output("first", x);
+  for (int i = 1; i < dispatches; ++i) x = op(x);
+  b.output("last", x);
+  return b.take();
+}
+
+std::string describe_mismatch(const char* what, std::size_t index, double got, double want, double allowed) {
+  return std::string(what) + " element " + std::to_string(index) + ": Vulkan " + std::to_string(got) + ", host f64 " +
+         std::to_string(want) + " (allowed error " + std::to_string(allowed) + ")";
+}
+
+// W3: 512 sampled entries of C (the four corners first: tile edges) against dot products in double,
+// within the matmul tolerance class relative to the largest |C| sampled, as the vk tests allow.
+std::string check_matmul(const TensorMap& inputs, const HostTensor& out) {
+  const std::vector<double>& a = inputs.at("a").values;
+  const std::vector<double>& b = inputs.at("b").values;
+  const auto n = static_cast<std::size_t>(inputs.at("a").type.shape[0]);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<std::size_t> pick(0, n - 1);
+  std::vector<std::size_t> at;
+  std::vector<double> want;
+  double scale = 1.0;
+  for (int s = 0; s < 512; ++s) {
+    const std::size_t i = s < 4 ? (s & 1 ? n - 1 : 0) : pick(rng);
+    const std::size_t j = s < 4 ? (s & 2 ? n - 1 : 0) : pick(rng);
+    double dot = 0;
+    for (std::size_t k = 0; k < n; ++k) dot += a[i * n + k] * b[k * n + j];
+    at.push_back(i * n + j);
+    want.push_back(dot);
+    scale = std::max(scale, std::fabs(dot));
+  }
+  const double allowed = 4.0 * std::numeric_limits<float>::epsilon() *
+                         tolerance_ulps(ToleranceClass::matmul, static_cast<std::int64_t>(n)) * scale;
+  for (std::size_t s = 0; s < at.size(); ++s) {
+    const double got = out.values[at[s]];
+    if (!(std::fabs(got - want[s]) <= allowed)) return describe_mismatch("matmul", at[s], got, want[s], allowed);
+  }
+  return "";
+}
+
+// W4: every element, exactly (an f32 add is correctly rounded).
+std::string check_add(const TensorMap& inputs, const HostTensor& out) {
+  const std::vector<double>& a = inputs.at("a").values;
+  const std::vector<double>& b = inputs.at("b").values;
+  for (std::size_t i = 0; i < out.values.size(); ++i) {
+    const double want = static_cast<float>(static_cast<float>(a[i]) + static_cast<float>(b[i]));
+    if (out.values[i] != want) return describe_mismatch("add", i, out.values[i], want, 0.0);
+  }
+  return "";
+}
+
+// W5: 64 rows (first, last, random) against softmax in double, 1e-5 relative: exp and the division
+// are accurate to a few ulp and the row sums to about sqrt(4096) ulp.
+std::string check_softmax(const TensorMap& inputs, const HostTensor& out) {
+  const HostTensor& x = inputs.at("x");
+  const auto rows = static_cast<std::size_t>(x.type.shape[0]);
+  const auto cols = static_cast<std::size_t>(x.type.shape[1]);
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<std::size_t> pick(0, rows - 1);
+  for (int s = 0; s < 64; ++s) {
+    const std::size_t r = s == 0 ? 0 : (s == 1 ? rows - 1 : pick(rng));
+    const double* row = x.values.data() + r * cols;
+    double m = -std::numeric_limits<double>::infinity();
+    for (std::size_t c = 0; c < cols; ++c) m = std::max(m, row[c]);
+    double total = 0;
+    for (std::size_t c = 0; c < cols; ++c) total += std::exp(row[c] - m);
+    for (std::size_t c = 0; c < cols; ++c) {
+      const double want = std::exp(row[c] - m) / total;
+      const double got = out.values[r * cols + c];
+      const double allowed = 1e-5 * want;
+      if (!(std::fabs(got - want) <= allowed)) return describe_mismatch("softmax", r * cols + c, got, want, allowed);
+    }
+  }
+  return "";
+}
+
+std::unique_ptr<Workload> matmul_workload(std::int64_t n, int dispatches) {
+  auto w = std::make_unique<Workload>();
+  GraphBuilder b("w3_matmul");
+  TracingScope scope(b);
+  const Tensor a = b.input("a", {DType::f32, {n, n}});
+  const Tensor m = b.input("b", {DType::f32, {n, n}});
+  w->graph = chain(b, a, dispatches, [&](const Tensor& x) { return matmul(x, m); });
+  const auto count = static_cast<std::size_t>(n * n);
+  w->inputs.emplace("a", HostTensor::f32({n, n}, random_floats(count, 1)));
+  // Entries of variance 1/n: every product in the chain keeps the magnitude of `a`.
+  std::vector<float> bv = random_floats(count, 2);
+  const auto scale = static_cast<float>(std::sqrt(3.0 / static_cast<double>(n)));
+  for (float& v : bv) v *= scale;
+  w->inputs.emplace("b", HostTensor::f32({n, n}, bv));
+  w->check = check_matmul;
+  w->work = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+  w->rate_name = "GFLOP/s";
+  return w;
+}
+
+std::unique_ptr<Workload> add_workload(int dispatches) {
+  constexpr std::int64_t n = std::int64_t{1} << 26;
+  auto w = std::make_unique<Workload>();
+  GraphBuilder b("w4_add");
+  TracingScope scope(b);
+  const Tensor a = b.input("a", {DType::f32, {n}});
+  const Tensor y = b.input("b", {DType::f32, {n}});
+  w->graph = chain(b, a, dispatches, [&](const Tensor& x) { return add(x, y); });
+  w->inputs.emplace("a", HostTensor::f32({n}, random_floats(n, 3)));
+  w->inputs.emplace("b", HostTensor::f32({n}, random_floats(n, 4)));
+  w->check = check_add;
+  w->work = 12.0 * static_cast<double>(n);
+  w->rate_name = "GB/s";
+  return w;
+}
+
+std::unique_ptr<Workload> softmax_workload(int dispatches) {
+  constexpr std::int64_t rows = 8192;
+  constexpr std::int64_t cols = 4096;
+  auto w = std::make_unique<Workload>();
+  GraphBuilder b("w5_softmax");
+  TracingScope scope(b);
+  const Tensor x0 = b.input("x", {DType::f32, {rows, cols}});
+  w->graph = chain(b, x0, dispatches, [](const Tensor& x) { return softmax(x, -1); });
+  w->inputs.emplace("x", HostTensor::f32({rows, cols}, random_floats(rows * cols, 5)));
+  w->check = check_softmax;
+  w->work = 8.0 * static_cast<double>(rows * cols);
+  w->rate_name = "GB/s";
+  return w;
+}
+
+void run_workload(benchmark::State& state, int dispatches,
+                  const std::function<std::unique_ptr<Workload>(int dispatches)>& make) {
+  // A fresh context (device selection as everywhere: TG_VK_DEVICE) for each benchmark, so no
+  // workload runs on memory another one allocated and freed.
+  std::shared_ptr<vk::Context> ctx;
+  try {
+    ctx = vk::Context::create();
+  } catch (const std::exception& e) {
+    state.SkipWithError((std::string("no Vulkan device: ") + e.what()).c_str());
+    return;
+  }
+  std::unique_ptr<Workload> w;
+  std::unique_ptr<vk::Program> program;
+  try {
+    w = make(dispatches);
+    program = std::make_unique<vk::Program>(ctx, w->graph, vk::ProgramOptions{.timestamps = true});
+    // Untimed first run: pipelines warm, and the result checked.
+    const TensorMap out = program->run(w->inputs);
+    const std::string wrong = w->check(w->inputs, out.at("first"));
+    if (!wrong.empty()) {
+      state.SkipWithError(("wrong result: " + wrong).c_str());
+      return;
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+
+  double dispatch_us = 0;  // every dispatch timed
+  double first_us = 0;     // the first dispatch of each run
+  double wall_seconds = 0;
+  std::size_t timed = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    TensorMap out = program->run(w->inputs);
+    const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start;
+    benchmark::DoNotOptimize(out);
+    const std::vector<vk::DispatchTiming> times = program->timings();
+    double run_us = 0;
+    for (const vk::DispatchTiming& t : times) run_us += t.microseconds;
+    state.SetIterationTime(run_us / static_cast<double>(times.size()) * 1e-6);
+    dispatch_us += run_us;
+    first_us += times.front().microseconds;
+    timed += times.size();
+    wall_seconds += wall.count();
+  }
+  // Plain counters computed here, not rate counters: no dependence on which time Google Benchmark
+  // divides a rate by.
+  const auto runs = static_cast<double>(state.iterations());
+  state.counters[w->rate_name] = w->work * static_cast<double>(timed) / (dispatch_us * 1e-6) * 1e-9;
+  state.counters["first_us"] = first_us / runs;
+  state.counters["dispatches"] = static_cast<double>(dispatches);
+  state.counters["wall_us"] = wall_seconds / runs * 1e6;
+  state.SetLabel(ctx->info().name);
+}
+
+void register_all() {
+  // {n, dispatches per run, runs}: about the same device time per run for each size.
+  struct Size {
+    std::int64_t n;
+    int dispatches;
+    int runs;
+  };
+  for (const Size& size : {Size{1024, 20, 10}, Size{2048, 12, 5}, Size{4096, 6, 3}, Size{8192, 3, 2}}) {
+    // The workload is built when the benchmark runs, so a filtered-out one costs nothing.
+    const std::int64_t n = size.n;
+    benchmark::RegisterBenchmark(("vk/W3_matmul/" + std::to_string(n)).c_str(),
+                                 [n, dispatches = size.dispatches](benchmark::State& state) {
+                                   run_workload(state, dispatches, [n](int r) { return matmul_workload(n, r); });
+                                 })
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(size.runs);
+  }
+  benchmark::RegisterBenchmark("vk/W4_add_2^26", [](benchmark::State& state) { run_workload(state, 10, add_workload); })
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond)
+      ->Iterations(3);
+  benchmark::RegisterBenchmark("vk/W5_softmax_8192x4096",
+                               [](benchmark::State& state) { run_workload(state, 10, softmax_workload); })
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond)
+      ->Iterations(3);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
