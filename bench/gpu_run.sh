@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One GPU session's worth of evidence, run on the device machine (see bench/README.md):
+#   1. the vk test suite under the validation layer on the NVIDIA GPU,
+#   2. the W3/W4/W5 workloads on Vulkan and in PyTorch CUDA, back to back in the same run,
+#   3. every op on Vulkan (timestamps) and compare.py's tables.
+# Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir>
+# The build dir must hold tests/tg_vk_tests and bench/tg_vk_{workloads,ops}_bench (Release), and
+# bench/libbenchmark.so.1debian when the machine lacks Google Benchmark.
+set -uo pipefail
+build=${1:?build dir}
+out=${2:?output dir}
+mkdir -p "$out"
+
+source .gpu/env.sh
+export VK_LAYER_PATH=/opt/tg/usr/share/vulkan/explicit_layer.d
+# The driver's GLX manifest fails headless; its EGL library of the same driver works.
+printf '{"file_format_version":"1.0.1","ICD":{"library_path":"%s","api_version":"1.3.0"}}' \
+  /usr/local/nvidia/lib64/libEGL_nvidia.so.0 >/tmp/nv.json
+export VK_DRIVER_FILES=/tmp/nv.json VK_ICD_FILENAMES=/tmp/nv.json
+# Many contexts in one process exhaust the static TLS block the NVIDIA driver needs.
+export GLIBC_TUNABLES=glibc.rtld.optional_static_tls=65536
+export LD_LIBRARY_PATH=$PWD/$build/bench:${LD_LIBRARY_PATH:-}
+# The golden tests find their data by the absolute source path baked in at build time.
+if [ ! -e /work/main/tests ]; then mkdir -p /work && ln -sfn "$PWD" /work/main; fi
+
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv | tee "$out/gpu.txt"
+
+echo "== vk tests (validation on)"
+TG_VK_VALIDATION=1 "$build/tests/tg_vk_tests" --gtest_brief=1 >"$out/vk_tests.txt" 2>&1
+echo "tg_vk_tests exit $?" | tee -a "$out/vk_tests.txt"
+tail -5 "$out/vk_tests.txt"
+
+echo "== workloads"
+J=--benchmark_out_format=json
+"$build/bench/tg_vk_workloads_bench" --benchmark_out="$out/vk_workloads.json" $J
+python3 bench/pytorch_workloads.py --device cuda --out "$out/torch_cuda.json"
+python3 bench/compare.py "$out/vk_workloads.json" "$out/torch_cuda.json" | tee "$out/workloads.md"
+
+echo "== every op on Vulkan"
+"$build/bench/tg_vk_ops_bench" --benchmark_out="$out/vk_ops.json" $J >"$out/vk_ops.txt" 2>&1
+tail -3 "$out/vk_ops.txt"
