@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's worth of evidence, run on the device machine (see bench/README.md):
-#   1. the vk test suite under the validation layer on the NVIDIA GPU,
-#   2. the W3/W4/W5 workloads on Vulkan and in PyTorch CUDA, back to back in the same run,
+#   1. the W3/W4/W5 workloads on Vulkan and in PyTorch CUDA, back to back in the same run,
+#   2. the vk test suite under the validation layer on the NVIDIA GPU,
 #   3. every op on Vulkan (timestamps) and compare.py's tables.
 # Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir>
 # The build dir must hold tests/tg_vk_tests and bench/tg_vk_{workloads,ops}_bench (Release), and
@@ -25,17 +25,20 @@ if [ ! -e /work/main/tests ]; then mkdir -p /work && ln -sfn "$PWD" /work/main; 
 
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv | tee "$out/gpu.txt"
 
-echo "== vk tests (validation on)"
-TG_VK_VALIDATION=1 "$build/tests/tg_vk_tests" --gtest_brief=1 >"$out/vk_tests.txt" 2>&1
-echo "tg_vk_tests exit $?" | tee -a "$out/vk_tests.txt"
-tail -5 "$out/vk_tests.txt"
-
 echo "== workloads"
 J=--benchmark_out_format=json
 "$build/bench/tg_vk_workloads_bench" --benchmark_out="$out/vk_workloads.json" $J
 python3 bench/pytorch_workloads.py --device cuda --out "$out/torch_cuda.json"
 python3 bench/compare.py "$out/vk_workloads.json" "$out/torch_cuda.json" | tee "$out/workloads.md"
+# W5 alone as well: a first measurement saw it slower after W3/W4 in the same process.
+"$build/bench/tg_vk_workloads_bench" --benchmark_filter=W5 --benchmark_out="$out/vk_w5_alone.json" $J
+
+echo "== vk tests (validation on)"
+TG_VK_VALIDATION=1 timeout 300 "$build/tests/tg_vk_tests" --gtest_brief=1 >"$out/vk_tests.txt" 2>&1
+echo "tg_vk_tests exit $?" | tee -a "$out/vk_tests.txt"
+tail -5 "$out/vk_tests.txt"
 
 echo "== every op on Vulkan"
-"$build/bench/tg_vk_ops_bench" --benchmark_out="$out/vk_ops.json" $J >"$out/vk_ops.txt" 2>&1
+TG_BENCH_ITERATIONS=${TG_BENCH_ITERATIONS:-3} timeout 200 "$build/bench/tg_vk_ops_bench" --benchmark_out="$out/vk_ops.json" $J >"$out/vk_ops.txt" 2>&1
 tail -3 "$out/vk_ops.txt"
+python3 bench/compare.py "$out/vk_ops.json" >"$out/ops.md" 2>&1
