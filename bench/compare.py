@@ -2,7 +2,9 @@
 """Pairs Google Benchmark JSON reports and prints markdown tables of ours against a reference.
 
 Every benchmark name is "<prefix>/<key>": the prefix says who ran it (vk, interp_f32, interp_f64,
-torch_cuda, torch_cpu), the key what ran (W3_matmul/4096, W4_add_2^26, add/2048x2048,2048x2048).
+torch_cuda, torch_cpu; train/<backend> for bench/train_bench.cpp's train/<backend>/<workload>, whose
+PyTorch counterparts are torch_<device>_<eager|graph>), the key what ran (W3_matmul/4096,
+W4_add_2^26, add/2048x2048,2048x2048, W1).
 Google Benchmark's "/iterations:N", "/real_time" and "/manual_time" endings are dropped. Rows pair the key under the
 --ours prefix with the same key under each other prefix found (one table per reference prefix):
 
@@ -41,6 +43,9 @@ def split_name(name):
         if m:
             return "interp_f32", rewrite(m)
     prefix, _, key = name.partition("/")
+    if prefix == "train":  # bench/train_bench.cpp: train/<backend>/<workload>, paired by <workload>
+        backend, _, key = key.partition("/")
+        prefix = f"train/{backend}"
     return prefix, key
 
 

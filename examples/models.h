@@ -5,8 +5,10 @@
 //   W2: char transformer: token embedding + learned positions, pre-LayerNorm blocks (causal
 //       multi-head attention, GELU (tanh) MLP of 4x width), final LayerNorm, linear head,
 //       cross-entropy. design.md's size: vocab 65, T 128, d 128, 4 layers, 4 heads.
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "tensorgrad/tensorgrad.h"
 

@@ -1,0 +1,253 @@
+// Training step time of the design.md workloads (examples/models.h), one iteration = one
+// Training::step (forward, backward, optimizer update, writebacks, the loss read back):
+//   train/<backend>/W1        MLP y = sin(x), B 256, Adam lr 5e-3
+//   train/<backend>/W2        char transformer, vocab 65, B 32, T 128, d 128, 4 layers, 4 heads,
+//                             AdamW lr 1e-3, weight decay 0.01 (tensorgrad's default decay flags)
+//   train/<backend>/W2_small  the same at vocab 65, B 4, T 16, d 32, 2 layers, 4 heads (the size of
+//                             the parity golden; W2 takes seconds per step on a small CPU)
+// for the backends interp_f32 and vulkan (each vulkan benchmark reports "no Vulkan device: ..." as
+// its error when there is none). bench/pytorch_train.py times the same steps in PyTorch
+// (torch_<device>_<eager|graph>/W1, ...); bench/compare.py pairs the reports.
+//
+// The time is wall clock (UseRealTime): a step is synchronous on every backend (on Vulkan one
+// submission, waited for, then the loss and the gradients read back), so the wall time is what a
+// training loop sees. Each benchmark compiles its training once (kept across Google Benchmark's
+// repeated calls) and runs two untimed steps first (pipelines, allocations); every step's result
+// is checked, and a failed or non-finite step ends the benchmark with an error. Counters:
+// "steps/s", "loss" (the last step's, a sanity check) and "nodes" (of the step graph: one kernel
+// call each on the interpreter, one dispatch each on Vulkan).
+// The batch is the same every step, made once from a fixed seed.
+//
+// TG_BENCH_SMALL=1 (or --tg_small): W1 and W2_small only, 3 steps each (the bench-smoke CTest).
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../examples/models.h"
+#include "tensorgrad/tensorgrad.h"
+#include "tensorgrad/train/training.h"
+#include "tensorgrad/vk/context.h"
+
+namespace {
+
+using namespace tg;
+
+constexpr int kWarmupSteps = 2;
+constexpr int kSmallSteps = 3;
+
+struct TransformerSize {
+  examples::TransformerConfig config;
+  std::int64_t batch;
+};
+const TransformerSize kW2{{.vocab = 65, .context = 128, .width = 128, .layers = 4, .heads = 4}, 32};
+const TransformerSize kW2Small{{.vocab = 65, .context = 16, .width = 32, .layers = 2, .heads = 4}, 4};
+
+// A compiled training with its model (which must outlive it) and the batch every step uses.
+struct Setup {
+  std::unique_ptr<Module> model;
+  std::optional<Training> training;
+  TensorMap batch;
+};
+
+std::unique_ptr<Setup> make_w1(Backend backend, std::shared_ptr<vk::Context> ctx) {
+  constexpr std::int64_t kBatch = 256;
+  auto s = std::make_unique<Setup>();
+  auto model = std::make_unique<examples::Mlp>();
+  s->training.emplace(compile(TrainingSpec<examples::Mlp>{.model = *model,
+                                                          .loss = examples::mlp_loss,
+                                                          .inputs = {{"x", {{kBatch, 1}}}, {"y", {{kBatch, 1}}}},
+                                                          .optimizer = {.kind = AdamConfig{}},
+                                                          .lr = 5e-3,
+                                                          .backend = backend,
+                                                          .seed = 1,
+                                                          .vk_context = std::move(ctx)}));
+  s->model = std::move(model);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> uniform(-3.f, 3.f);
+  std::vector<float> x(kBatch), y(kBatch);
+  for (std::int64_t i = 0; i < kBatch; ++i) {
+    x[i] = uniform(rng);
+    y[i] = std::sin(x[i]);
+  }
+  s->batch = {{"x", HostTensor::f32({kBatch, 1}, x)}, {"y", HostTensor::f32({kBatch, 1}, y)}};
+  return s;
+}
+
+std::unique_ptr<Setup> make_w2(const TransformerSize& size, Backend backend, std::shared_ptr<vk::Context> ctx) {
+  const std::int64_t B = size.batch, T = size.config.context;
+  auto s = std::make_unique<Setup>();
+  auto model = std::make_unique<examples::CharTransformer>(size.config);
+  s->training.emplace(compile(TrainingSpec<examples::CharTransformer>{
+      .model = *model,
+      .loss = examples::transformer_loss,
+      .inputs = {{"tokens", {{B, T}, DType::i32}}, {"targets", {{B, T}, DType::i32}}},
+      .optimizer = {.kind = AdamWConfig{.weight_decay = 0.01}},
+      .lr = 1e-3,
+      .backend = backend,
+      .seed = 2,
+      .vk_context = std::move(ctx)}));
+  s->model = std::move(model);
+  // Random characters; each row's targets are its tokens shifted by one, as in a text batch.
+  std::mt19937 rng(2);
+  std::uniform_int_distribution<std::int32_t> pick(0, static_cast<std::int32_t>(size.config.vocab) - 1);
+  std::vector<std::int32_t> tokens(B * T), targets(B * T);
+  for (std::int64_t b = 0; b < B; ++b) {
+    std::int32_t next = pick(rng);
+    for (std::int64_t t = 0; t < T; ++t) {
+      tokens[b * T + t] = next;
+      next = pick(rng);
+      targets[b * T + t] = next;
+    }
+  }
+  s->batch = {{"tokens", HostTensor::i32({B, T}, tokens)}, {"targets", HostTensor::i32({B, T}, targets)}};
+  return s;
+}
+
+enum class Workload { w1, w2, w2_small };
+
+std::unique_ptr<Setup> make_setup(Workload w, Backend backend, std::shared_ptr<vk::Context> ctx) {
+  switch (w) {
+    case Workload::w1:
+      return make_w1(backend, std::move(ctx));
+    case Workload::w2:
+      return make_w2(kW2, backend, std::move(ctx));
+    case Workload::w2_small:
+      return make_w2(kW2Small, backend, std::move(ctx));
+  }
+  return nullptr;
+}
+
+// One Vulkan context for every vulkan benchmark (device selection as everywhere: TG_VK_DEVICE), or
+// the reason there is none.
+struct VkDevice {
+  std::shared_ptr<vk::Context> ctx;
+  std::string error;
+};
+const VkDevice& vk_device() {
+  static const VkDevice device = [] {
+    try {
+      return VkDevice{vk::Context::create(), ""};
+    } catch (const std::exception& e) {
+      return VkDevice{nullptr, e.what()};
+    }
+  }();
+  return device;
+}
+
+// "" when the step completed with a finite loss, else why not.
+std::string step_once(Setup& s, double& loss) {
+  const StepResult r = s.training->step(s.batch);
+  if (!r.ok()) return "step failed: " + r.failure().kind + ": " + r.failure().message;
+  loss = r.loss();
+  if (!std::isfinite(loss)) return "non-finite loss " + std::to_string(loss);
+  return "";
+}
+
+// Google Benchmark calls a benchmark several times while it sizes the iteration count: each
+// training is compiled once and kept here until main clears it (before the Vulkan context goes).
+std::map<std::string, std::unique_ptr<Setup>>& setups() {
+  static std::map<std::string, std::unique_ptr<Setup>> kept;
+  return kept;
+}
+
+void run_training(benchmark::State& state, const std::string& key, Workload w, Backend backend) {
+  std::unique_ptr<Setup>& s = setups()[key];
+  double loss = 0;
+  if (!s) {
+    std::shared_ptr<vk::Context> ctx;
+    if (backend == Backend::vulkan) {
+      if (!vk_device().ctx) {
+        state.SkipWithError(("no Vulkan device: " + vk_device().error).c_str());
+        return;
+      }
+      ctx = vk_device().ctx;
+    }
+    try {
+      s = make_setup(w, backend, ctx);
+    } catch (const std::exception& e) {
+      state.SkipWithError(e.what());
+      return;
+    }
+    for (int i = 0; i < kWarmupSteps; ++i) {
+      if (std::string error = step_once(*s, loss); !error.empty()) {
+        s.reset();
+        state.SkipWithError(error.c_str());
+        return;
+      }
+    }
+  }
+  double seconds = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::string error = step_once(*s, loss);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!error.empty()) {
+      state.SkipWithError(error.c_str());
+      break;
+    }
+  }
+  // Plain counters computed here, not rate counters: no dependence on which time Google Benchmark
+  // divides a rate by.
+  state.counters["steps/s"] = seconds > 0 ? static_cast<double>(state.iterations()) / seconds : 0.0;
+  state.counters["loss"] = loss;
+  state.counters["nodes"] = static_cast<double>(s->training->kernels().size());  // dispatches per step on Vulkan
+  if (backend == Backend::vulkan) state.SetLabel(vk_device().ctx->info().name);
+}
+
+bool small_mode(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--tg_small") == 0) return true;
+  }
+  const char* env = std::getenv("TG_BENCH_SMALL");
+  return env && std::string(env) == "1";
+}
+
+void register_all(bool small) {
+  struct Named {
+    const char* name;
+    Workload workload;
+  };
+  std::vector<Named> workloads = {{"W1", Workload::w1}, {"W2_small", Workload::w2_small}};
+  if (!small) workloads.insert(workloads.begin() + 1, Named{"W2", Workload::w2});
+  for (const auto& [backend_name, backend] :
+       {std::pair{"interp_f32", Backend::interp_f32}, std::pair{"vulkan", Backend::vulkan}}) {
+    for (const Named& n : workloads) {
+      const std::string key = std::string("train/") + backend_name + "/" + n.name;
+      benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(
+          key.c_str(),
+          [key, w = n.workload, backend = backend](benchmark::State& state) { run_training(state, key, w, backend); });
+      b->UseRealTime()->Unit(benchmark::kMillisecond);
+      if (small) b->Iterations(kSmallSteps);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool small = small_mode(argc, argv);
+  // Drop our own flag before Google Benchmark sees it (it refuses unknown flags).
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--tg_small") != 0) argv[kept++] = argv[i];
+  }
+  argc = kept;
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  register_all(small);
+  benchmark::RunSpecifiedBenchmarks();
+  setups().clear();
+  benchmark::Shutdown();
+  return 0;
+}
