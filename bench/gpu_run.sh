@@ -3,12 +3,15 @@
 #   1. the W3/W4/W5 workloads on Vulkan and in PyTorch CUDA, back to back in the same run,
 #   2. the vk test suite under the validation layer on the NVIDIA GPU,
 #   3. every op on Vulkan (timestamps) and compare.py's tables.
-# Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir>
+#   4. (`train`) W1/W2 training steps on Vulkan and interp_f32 next to PyTorch CUDA eager and
+#      CUDA-graph replay.
+# Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir> [all|train]
 # The build dir must hold tests/tg_vk_tests and bench/tg_vk_{workloads,ops}_bench (Release), and
 # bench/libbenchmark.so.1debian when the machine lacks Google Benchmark.
 set -uo pipefail
 build=${1:?build dir}
 out=${2:?output dir}
+what=${3:-all}
 mkdir -p "$out"
 
 source .gpu/env.sh
@@ -25,8 +28,17 @@ if [ ! -e /work/main/tests ]; then mkdir -p /work && ln -sfn "$PWD" /work/main; 
 
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv | tee "$out/gpu.txt"
 
-echo "== workloads"
 J=--benchmark_out_format=json
+if [ "$what" = train ]; then
+  echo "== training steps"
+  "$build/bench/tg_train_bench" --benchmark_out="$out/train.json" $J
+  python3 bench/pytorch_train.py --device cuda --out "$out/torch_train_cuda.json"
+  python3 bench/compare.py "$out/train.json" "$out/torch_train_cuda.json" --ours train/vulkan | tee "$out/train_vulkan.md"
+  python3 bench/compare.py "$out/train.json" "$out/torch_train_cuda.json" --ours train/interp_f32 >"$out/train_interp.md"
+  exit 0
+fi
+
+echo "== workloads"
 "$build/bench/tg_vk_workloads_bench" --benchmark_out="$out/vk_workloads.json" $J
 python3 bench/pytorch_workloads.py --device cuda --out "$out/torch_cuda.json"
 python3 bench/compare.py "$out/vk_workloads.json" "$out/torch_cuda.json" | tee "$out/workloads.md"

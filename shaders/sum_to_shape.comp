@@ -15,7 +15,7 @@
 layout(local_size_x = 256) in;
 
 const uint MAX_RANK = 6;
-const uint BLOCK = 4096u;
+const uint BLOCK = 256u;  // = kSumBlock in src/vk/kernels/layout.cpp
 layout(push_constant) uniform Push {
   uint n;         // output elements
   uint out_rank;  // kept axes after collapsing, 0..6

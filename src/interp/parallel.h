@@ -21,11 +21,10 @@ void parallel_chunks(std::int64_t n, std::int64_t grain, Body&& body) {
                     [&](const tbb::blocked_range<std::int64_t>& r) { body(r.begin(), r.end()); });
 }
 
-// Sum of f(i) over [0, n) split into fixed blocks of kBlock, block partials added in block order:
-// the same bits for any thread count.
-template <class T, class F>
+// Sum of f(i) over [0, n) split into fixed blocks of kBlock terms, block partials added in block
+// order: the same bits for any thread count.
+template <class T, std::int64_t kBlock = 4096, class F>
 T deterministic_sum(std::int64_t n, F&& f) {
-  constexpr std::int64_t kBlock = 4096;
   const std::int64_t blocks = (n + kBlock - 1) / kBlock;
   std::vector<T> partial(static_cast<std::size_t>(blocks), T(0));
   parallel_chunks(blocks, 1, [&](std::int64_t b0, std::int64_t b1) {

@@ -12,6 +12,11 @@ namespace tg::interp {
 namespace {
 
 constexpr std::int64_t kGrain = 4096;
+// sum_to_shape's summation blocks. The Vulkan kernel (shaders/sum_to_shape.comp) sums the same
+// blocks in parallel and their partials in order, so both give the same bits; short blocks keep
+// its sequential chains short (a bias gradient over 4096 rows took ~430 us on an H200 as one
+// 4096-term chain, the largest cost of a W2 training step).
+constexpr std::int64_t kSumToShapeBlock = 256;
 
 // out[i] = in[source_index(i)] for every output element, on the storage the dtype lives in.
 template <class T, class SourceIndex>
@@ -123,12 +128,12 @@ void sum_to_shape_kernel(const KernelCall<T>& call) {
         return in[static_cast<std::size_t>(start + preimage[static_cast<std::size_t>(r)])];
       };
       // Short preimages are summed inline (the same bits deterministic_sum gives for one block);
-      // long ones are split into deterministic_sum's fixed blocks.
+      // long ones are split into deterministic_sum's fixed blocks of kSumToShapeBlock terms.
       T acc(0);
-      if (length <= kGrain) {
+      if (length <= kSumToShapeBlock) {
         for (std::int64_t r = 0; r < length; ++r) acc += term(r);
       } else {
-        acc = deterministic_sum<T>(length, term);
+        acc = deterministic_sum<T, kSumToShapeBlock>(length, term);
       }
       out[static_cast<std::size_t>(o)] = acc;
     }

@@ -130,7 +130,7 @@ static_assert(sizeof(SumPush) == 112);
 // Preimages longer than this are summed by a workgroup in blocks of this many terms (the
 // interpreter's deterministic_sum block), shorter ones by one invocation: the same order as
 // tg::interpret, so the same f32 bits.
-constexpr std::int64_t kSumBlock = 4096;
+constexpr std::int64_t kSumBlock = 256;  // = kSumToShapeBlock in src/interp/kernels/layout.cpp
 
 // Summed axes: the input's leading extra axes and those the target has as 1 (while the input does
 // not). Kept axes: the rest, over the output's row-major coordinates. Both lists collapse without
