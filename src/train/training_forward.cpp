@@ -147,4 +147,8 @@ const Graph& Forward::graph_for(const TensorMap& data) {
 
 std::size_t Forward::cached_shapes() const { return core_->cache.size(); }
 
+void Forward::upload_params(const ParamValues& values) { Training(core_->training).upload_params(values); }
+
+ParamValues Forward::download_params() const { return Training(core_->training).download_params(); }
+
 }  // namespace tg

@@ -83,6 +83,20 @@ TEST(TrainingForward, SeesEveryParamChange) {
   expect_predictions(infer, train, 4);
 }
 
+// The seed's CompiledForward has uploadParams/downloadParams too: they are the training's params.
+TEST(TrainingForward, UploadAndDownloadThroughAForwardAreTheTrainings) {
+  LinReg model;
+  Training train = compile_lin(model);
+  Forward infer = train.attach(ForwardSpec<LinReg>{.forward = predict, .inputs = {{"x", {{4, 2}}}}});
+  EXPECT_EQ(infer.download_params(), train.download_params());
+  infer.upload_params({{"l.W", {1.f, -2.f}}});
+  EXPECT_EQ(train.download_params().at("l.W"), (std::vector<float>{1.f, -2.f}));
+  expect_predictions(infer, train, 4);
+  EXPECT_THROW(infer.upload_params({{"nope", {1.f}}}), Error);
+  EXPECT_THROW(infer.upload_params({{"l.W", {1.f}}}), Error);
+  EXPECT_EQ(infer.download_params().at("l.W"), (std::vector<float>{1.f, -2.f})) << "a refused upload wrote";
+}
+
 TEST(TrainingForward, WildcardBatchCompilesOneGraphPerSizeWithAnLru) {
   LinReg model;
   Training train = compile_lin(model);

@@ -222,6 +222,7 @@ class Training {
 
  private:
   friend Training compile_erased(detail::ErasedTrainingSpec spec);
+  friend class Forward;
   explicit Training(std::shared_ptr<detail::TrainingCore> core);
   void replace_model_erased(const Module& model, std::type_index type, ReplaceOptions options);
   Forward attach_erased(detail::ErasedFn fn, std::type_index type, InputSpecs inputs, std::size_t max_cached);
@@ -244,6 +245,10 @@ class Forward {
   // "compile" (the forward cannot be traced at this batch size), and Session's kinds.
   ForwardResult run(const TensorMap& data);
   const std::vector<std::string>& param_names() const;
+  // The params are the training's: these are Training::upload_params / download_params (an upload
+  // here is seen by the training's next step and by every forward attached to it).
+  void upload_params(const ParamValues& values);
+  ParamValues download_params() const;
   // The graph for these inputs' batch size (compiled and cached like run). Throws tg::Error.
   const Graph& graph_for(const TensorMap& data);
   std::size_t cached_shapes() const;
