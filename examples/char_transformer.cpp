@@ -31,6 +31,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backend_choice.h"
 #include "models.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/context.h"
@@ -42,7 +43,9 @@
 
 namespace {
 
+using tg::examples::BackendChoice;
 using tg::examples::CharTransformer;
+using tg::examples::choose_backend;
 using tg::examples::TransformerConfig;
 
 constexpr std::int64_t kVocab = 65;  // design.md's W2; the text may use fewer characters, not more
@@ -105,24 +108,13 @@ Options parse_options(int argc, char** argv) {
   return o;
 }
 
-struct BackendChoice {
-  tg::Backend backend = tg::Backend::interp_f32;
-  std::shared_ptr<tg::vk::Context> context;
-};
-
-BackendChoice choose_backend(const std::string& requested) {
-  if (requested == "interp_f32") return {tg::Backend::interp_f32, nullptr};
-  if (requested == "interp_f64") return {tg::Backend::interp_f64, nullptr};
-  if (requested != "auto" && requested != "vulkan") usage("unknown backend " + requested);
-  const std::vector<tg::vk::DeviceInfo> devices = tg::vk::list_devices();
-  const bool any_usable = std::any_of(devices.begin(), devices.end(), [](const auto& d) { return d.usable; });
-  if (!any_usable && requested == "auto") {
-    std::printf("note: no usable Vulkan device, training on interp_f32\n");
-    return {tg::Backend::interp_f32, nullptr};
+// --backend: examples/backend_choice.h; an unknown name is a usage error.
+BackendChoice backend_from_flag(const std::string& requested) {
+  try {
+    return choose_backend(requested);
+  } catch (const std::invalid_argument& e) {
+    usage(e.what());
   }
-  auto context = tg::vk::Context::create();  // a missing device throws NoDeviceError, listing the devices
-  std::printf("device: %s\n", context->info().summary().c_str());
-  return {tg::Backend::vulkan, std::move(context)};
 }
 
 // The text as token ids: each distinct byte gets an id, in byte order.
@@ -203,7 +195,7 @@ int main(int argc, char** argv) {
     }
     const std::int64_t context = config.context;
     const Corpus corpus = load_corpus(options.text_path, context);
-    const BackendChoice choice = choose_backend(options.backend);
+    const BackendChoice choice = backend_from_flag(options.backend);
 
     CharTransformer model(config);
     tg::Training training = tg::compile(tg::TrainingSpec<CharTransformer>{

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backend_choice.h"
 #include "models.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/context.h"
@@ -31,6 +32,8 @@
 
 namespace {
 
+using tg::examples::BackendChoice;
+using tg::examples::choose_backend;
 using tg::examples::Mlp;
 
 constexpr std::int64_t kBatch = 256;
@@ -81,36 +84,12 @@ Options parse_options(int argc, char** argv) {
 }
 
 // The backend to train on, and the Vulkan context when it is Vulkan.
-struct BackendChoice {
-  tg::Backend backend = tg::Backend::interp_f32;
-  std::shared_ptr<tg::vk::Context> context;
-};
-
-// "auto": Vulkan when the loader reports a usable device, else interp_f32 with a note. Asking for
-// vulkan explicitly makes a missing device an error instead.
-BackendChoice choose_backend(const std::string& requested) {
-  if (requested == "interp_f32" || requested == "interp_f64") {
-    std::printf("backend: %s (the CPU interpreter, as asked)\n", requested.c_str());
-    return {requested == "interp_f32" ? tg::Backend::interp_f32 : tg::Backend::interp_f64, nullptr};
-  }
-  if (requested != "auto" && requested != "vulkan") usage(("unknown backend " + requested).c_str());
+// --backend: examples/backend_choice.h; an unknown name is a usage error.
+BackendChoice backend_from_flag(const std::string& requested) {
   try {
-    const std::vector<tg::vk::DeviceInfo> devices = tg::vk::list_devices();
-    if (std::none_of(devices.begin(), devices.end(), [](const auto& d) { return d.usable; })) {
-      throw tg::vk::NoDeviceError(
-          devices.empty() ? "the Vulkan loader reports no device"
-                          : "the Vulkan loader reports " + std::to_string(devices.size()) + " device(s), none usable",
-          devices);
-    }
-    auto context = tg::vk::Context::create();
-    std::printf("backend: vulkan on %s\n", context->info().summary().c_str());
-    return {tg::Backend::vulkan, std::move(context)};
-  } catch (const tg::Error& e) {
-    if (requested == "vulkan") throw;
-    std::printf(
-        "backend: interp_f32 (the CPU interpreter)\n  note: Vulkan is not available (%s); training on the CPU\n",
-        e.what());
-    return {tg::Backend::interp_f32, nullptr};
+    return choose_backend(requested);
+  } catch (const std::invalid_argument& e) {
+    usage(e.what());
   }
 }
 
@@ -261,7 +240,7 @@ int main(int argc, char** argv) {
   const Options options = parse_options(argc, argv);
   try {
     std::printf("tensorgrad demo: an MLP (1-64-64-1, relu) learning y = sin(x) on [-pi, pi]\n");
-    const BackendChoice choice = choose_backend(options.backend);
+    const BackendChoice choice = backend_from_flag(options.backend);
     Mlp model;
     tg::Training training = compile_w1(model, choice);
     std::printf("compiled: %zu params, a step graph of %zu nodes, seed %llu\n", training.param_names().size(),

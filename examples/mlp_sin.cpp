@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backend_choice.h"
 #include "models.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/context.h"
@@ -29,6 +30,8 @@
 
 namespace {
 
+using tg::examples::BackendChoice;
+using tg::examples::choose_backend;
 using tg::examples::Mlp;
 
 constexpr std::int64_t kBatch = 256;
@@ -76,25 +79,13 @@ Options parse_options(int argc, char** argv) {
   return o;
 }
 
-struct BackendChoice {
-  tg::Backend backend = tg::Backend::interp_f32;
-  std::shared_ptr<tg::vk::Context> context;
-};
-
-BackendChoice choose_backend(const std::string& requested) {
-  if (requested == "interp_f32") return {tg::Backend::interp_f32, nullptr};
-  if (requested == "interp_f64") return {tg::Backend::interp_f64, nullptr};
-  if (requested != "auto" && requested != "vulkan") usage("unknown backend " + requested);
-  const std::vector<tg::vk::DeviceInfo> devices = tg::vk::list_devices();
-  const bool any_usable = std::any_of(devices.begin(), devices.end(), [](const auto& d) { return d.usable; });
-  if (!any_usable && requested == "auto") {
-    std::printf("note: no usable Vulkan device, training on interp_f32\n");
-    return {tg::Backend::interp_f32, nullptr};
+// --backend: examples/backend_choice.h; an unknown name is a usage error.
+BackendChoice backend_from_flag(const std::string& requested) {
+  try {
+    return choose_backend(requested);
+  } catch (const std::invalid_argument& e) {
+    usage(e.what());
   }
-  // Asked for explicitly, a missing device is Context::create's NoDeviceError (it lists the devices).
-  auto context = tg::vk::Context::create();
-  std::printf("device: %s\n", context->info().summary().c_str());
-  return {tg::Backend::vulkan, std::move(context)};
 }
 
 // x uniform in [-pi, pi] from raw mt19937_64 bits (portable, unlike uniform_real_distribution).
@@ -113,7 +104,7 @@ tg::TensorMap sin_batch(std::mt19937_64& rng) {
 int main(int argc, char** argv) {
   const Options options = parse_options(argc, argv);
   try {
-    const BackendChoice choice = choose_backend(options.backend);
+    const BackendChoice choice = backend_from_flag(options.backend);
     Mlp model;
     tg::Training training = tg::compile(tg::TrainingSpec<Mlp>{
         .model = model,
