@@ -13,6 +13,7 @@
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk/plan.h"
+#include "vk_oracle_check.h"
 #include "vk_test_support.h"
 
 namespace tg::vk {
@@ -20,13 +21,7 @@ namespace {
 
 using testing::VkTest;
 
-HostTensor random_f32(Shape shape, std::uint32_t seed, float lo = -2.f, float hi = 2.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(static_cast<std::size_t>(num_elements(shape)));
-  for (float& x : v) x = dist(rng);
-  return HostTensor::f32(std::move(shape), v);
-}
+using testing::random_f32;
 
 // Vulkan against the interpreter in f32 mode: +, -, * are correctly rounded on both; division is
 // allowed 2.5 ulp by the Vulkan spec (NVIDIA's H200 differs from IEEE division by 1 ulp), and

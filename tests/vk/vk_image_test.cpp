@@ -23,6 +23,7 @@
 #include "support/tolerance.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
+#include "vk_oracle_check.h"
 #include "vk_test_support.h"
 
 namespace tg::vk {
@@ -33,73 +34,18 @@ using testing::VkTest;
 constexpr OpId kFamily[] = {OpId::Conv2d, OpId::Conv2dInputGrad, OpId::Conv2dWeightGrad, OpId::MaxPool2d,
                             OpId::MaxPool2dGrad};
 
-HostTensor random_f32(Shape shape, std::uint32_t seed, float lo = -2.f, float hi = 2.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(static_cast<std::size_t>(num_elements(shape)));
-  for (float& x : v) x = dist(rng);
-  return HostTensor::f32(std::move(shape), v);
-}
-
-// Small integers: sums of a few of them are exact in f32, so pooled gradients compare exactly.
-HostTensor small_ints(Shape shape, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> dist(-3, 3);
-  std::vector<float> v(static_cast<std::size_t>(num_elements(shape)));
-  for (float& x : v) x = static_cast<float>(dist(rng));
-  return HostTensor::f32(std::move(shape), v);
-}
-
-// The bound the property suites allow an f32 run of g: graph_tolerance relative to max(1, the
-// largest finite |value| of the f64 run, `oracle` with keep_all_values).
-double f32_tolerance(const Graph& g, const InterpResult& oracle) {
-  double scale = 1.0;
-  for (const HostTensor& t : oracle.values)
-    for (double v : t.values)
-      if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
-  return tg::testing::graph_tolerance(g) * scale;
-}
-
-double f32_tolerance(const Graph& g, const TensorMap& in) {
-  return f32_tolerance(g, interpret(g, in, {.compute = ComputeType::f64, .keep_all_values = true}));
-}
+using testing::f32_tolerance;
+using testing::random_f32;
+using testing::small_integers_f32;
 
 // Runs g on Vulkan and on the f64 oracle. Each output within its bound in `tolerance` (absent:
-// exact, NaN matching NaN). With `thorough`, also a replay that must repeat the bits and a run with
-// guard regions (no write outside a value).
+// exact, NaN matching NaN, and zeros of the same sign: the ops route signed zeros as the
+// interpreter does). With `thorough`, also a replay that must repeat the bits and a run with guard
+// regions (no write outside a value).
 void check(const std::shared_ptr<Context>& ctx, const Graph& g, const TensorMap& in,
            const std::map<std::string, double>& tolerance, bool thorough = true) {
-  const TensorMap want = interpret(g, in, {.compute = ComputeType::f64}).outputs;
-  const auto expect_matches = [&](const TensorMap& got) {
-    for (const auto& [name, w] : want) {
-      const HostTensor& out = got.at(name);
-      ASSERT_EQ(out.type, w.type) << name;
-      const auto bound = tolerance.find(name);
-      const double tol = bound == tolerance.end() ? 0.0 : bound->second;
-      std::size_t bad = 0;
-      for (std::size_t i = 0; i < w.values.size(); ++i) {
-        const double e = w.values[i], v = out.values[i];
-        const bool ok = (std::isnan(e) && std::isnan(v)) || (v == e && std::signbit(v) == std::signbit(e)) ||
-                        (tol > 0 && std::fabs(v - e) <= tol);
-        if (!ok && ++bad <= 5) {
-          ADD_FAILURE() << name << "[" << i << "]: Vulkan " << v << ", f64 oracle " << e << " (allowed " << tol << ")";
-        }
-      }
-      EXPECT_EQ(bad, 0u) << name << ": elements off";
-    }
-  };
-  Program program(ctx, g);
-  const TensorMap first = program.run(in);
-  expect_matches(first);
-  if (!thorough) return;
-  const TensorMap again = program.run(in);
-  for (const auto& [name, t] : first) {
-    EXPECT_EQ(0, std::memcmp(t.values.data(), again.at(name).values.data(), t.values.size() * sizeof(double)))
-        << name << " not bitwise replayable";
-  }
-  Program guarded(ctx, g, {.guard_bytes = 64});
-  expect_matches(guarded.run(in));
-  EXPECT_TRUE(guarded.check_guards().empty()) << testing::join_lines(guarded.check_guards());
+  testing::check_against_oracle(ctx, g, in,
+                                {.tolerance = tolerance, .signed_zeros = true, .replay = thorough, .guards = thorough});
 }
 
 // One output, compared under graph_tolerance (or exactly).
@@ -337,21 +283,21 @@ TEST_F(VkTest, ImagePoolingTiesNaNAndBothModes) {
     const std::string tag = std::to_string(index);
     Tensor y = max_pool2d(x, p.kernel, {.stride = p.stride, .padding = p.padding});
     Tensor g = b.input("g" + tag, y.type());
-    in.emplace("g" + tag, small_ints(y.shape(), 40 + index));
+    in.emplace("g" + tag, small_integers_f32(y.shape(), 40 + index));
     b.output("y" + tag, y);
     b.output("dx" + tag, max_pool2d_grad(x, g, p.kernel, p.stride, p.padding));
     ++index;
   }
   // Workgroup modes: a 65x65 window (4225 taps) forward; up to 2x3 covering windows of 33x33 backward.
   Tensor big = b.input("big", {DType::f32, {1, 2, 65, 70}});
-  in.emplace("big", small_ints({1, 2, 65, 70}, 7));  // many ties among 7 values
+  in.emplace("big", small_integers_f32({1, 2, 65, 70}, 7));  // many ties among 7 values
   Tensor big_y = max_pool2d(big, 65, {.stride = 1});
   b.output("big_y", big_y);
   Tensor mid = b.input("mid", {DType::f32, {2, 1, 34, 35}});
-  in.emplace("mid", small_ints({2, 1, 34, 35}, 8));
+  in.emplace("mid", small_integers_f32({2, 1, 34, 35}, 8));
   Tensor mid_y = max_pool2d(mid, 33, {.stride = 1});  // 2x3 windows
   Tensor mid_g = b.input("mid_g", mid_y.type());
-  in.emplace("mid_g", small_ints(mid_y.shape(), 9));
+  in.emplace("mid_g", small_integers_f32(mid_y.shape(), 9));
   b.output("mid_y", mid_y);
   b.output("mid_dx", max_pool2d_grad(mid, mid_g, 33, 1, 0));
   check(ctx, b.take(), in, {});

@@ -21,6 +21,7 @@
 #include "support/tolerance.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
+#include "vk_oracle_check.h"
 #include "vk_test_support.h"
 
 namespace tg::vk {
@@ -28,22 +29,8 @@ namespace {
 
 using testing::VkTest;
 
-HostTensor random_f32(Shape shape, std::uint32_t seed, float lo = -2.f, float hi = 2.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(static_cast<std::size_t>(num_elements(shape)));
-  for (float& x : v) x = dist(rng);
-  return HostTensor::f32(std::move(shape), v);
-}
-
-// Valid indices in [0, extent).
-HostTensor random_indices(Shape shape, std::int64_t extent, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<std::int32_t> dist(0, static_cast<std::int32_t>(extent - 1));
-  std::vector<std::int32_t> v(static_cast<std::size_t>(num_elements(shape)));
-  for (auto& x : v) x = dist(rng);
-  return HostTensor::i32(std::move(shape), v);
-}
+using testing::random_f32;
+using testing::random_indices;
 
 enum class Compare { exact, tolerance };
 
@@ -53,39 +40,10 @@ enum class Compare { exact, tolerance };
 // regions (no write outside a value) and a replay that must give the same bits.
 void check(const std::shared_ptr<Context>& ctx, const Graph& g, const TensorMap& in, Compare compare,
            bool thorough = true, std::optional<double> tolerance = std::nullopt) {
-  const InterpResult oracle = interpret(g, in, {.compute = ComputeType::f64, .keep_all_values = true});
-  double scale = 1.0;
-  for (const HostTensor& t : oracle.values)
-    for (double v : t.values)
-      if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
-  const double tol = compare == Compare::exact ? 0.0 : tolerance ? *tolerance : tg::testing::graph_tolerance(g) * scale;
-  const auto expect_matches = [&](const TensorMap& got) {
-    for (const auto& [name, want] : oracle.outputs) {
-      const HostTensor& out = got.at(name);
-      ASSERT_EQ(out.type, want.type) << name;
-      std::size_t bad = 0;
-      for (std::size_t i = 0; i < want.values.size(); ++i) {
-        const double w = want.values[i], v = out.values[i];
-        const bool ok = (std::isnan(w) && std::isnan(v)) || v == w || std::fabs(v - w) <= tol;
-        if (!ok && ++bad <= 5) {
-          ADD_FAILURE() << name << "[" << i << "]: Vulkan " << v << ", f64 oracle " << w << " (allowed " << tol << ")";
-        }
-      }
-      EXPECT_EQ(bad, 0u) << name << ": elements off";
-    }
-  };
-  Program program(ctx, g);
-  const TensorMap first = program.run(in);
-  expect_matches(first);
-  if (!thorough) return;
-  const TensorMap again = program.run(in);
-  for (const auto& [name, t] : first) {
-    EXPECT_EQ(0, std::memcmp(t.values.data(), again.at(name).values.data(), t.values.size() * sizeof(double)))
-        << name << " not bitwise replayable";
-  }
-  Program guarded(ctx, g, {.guard_bytes = 64});
-  expect_matches(guarded.run(in));
-  EXPECT_TRUE(guarded.check_guards().empty()) << testing::join_lines(guarded.check_guards());
+  testing::check_against_oracle(ctx, g, in,
+                                {.otherwise = compare == Compare::exact ? std::optional<double>(0.0) : tolerance,
+                                 .replay = thorough,
+                                 .guards = thorough});
 }
 
 constexpr OpId kFamily[] = {OpId::OneHot,     OpId::Embedding,     OpId::TakeAlongAxis,

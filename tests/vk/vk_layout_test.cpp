@@ -12,6 +12,7 @@
 
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
+#include "vk_oracle_check.h"
 #include "vk_test_support.h"
 
 namespace tg::vk {
@@ -19,22 +20,8 @@ namespace {
 
 using testing::VkTest;
 
-HostTensor random_f32(Shape shape, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-2.f, 2.f);
-  std::vector<float> v(static_cast<std::size_t>(num_elements(shape)));
-  for (float& x : v) x = dist(rng);
-  return HostTensor::f32(std::move(shape), v);
-}
-
-// Small integers as f32: sums of up to 2^20 of them are exact in f32, in any order.
-HostTensor integer_f32(Shape shape, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> dist(-3, 3);
-  std::vector<float> v(static_cast<std::size_t>(num_elements(shape)));
-  for (float& x : v) x = static_cast<float>(dist(rng));
-  return HostTensor::f32(std::move(shape), v);
-}
+using testing::random_f32;
+using testing::small_integers_f32;
 
 HostTensor random_i32(Shape shape, std::uint32_t seed) {
   std::mt19937 rng(seed);
@@ -144,9 +131,9 @@ TEST_F(VkTest, SumToShapeIsExactOnIntegersAndHandlesLongPreimages) {
   b.output("blocks", sum_to_shape(u, {1, 3, 1, 5}));
   b.output("rounds", sum_to_shape(v, {1, 1, 3}));
   const Graph g = b.take();
-  const TensorMap in{{"x", integer_f32({2, 3, 4, 5}, 5)},     {"y", integer_f32({7, 300, 4}, 6)},
-                     {"z", integer_f32({70001}, 7)},          {"w", integer_f32({3, 1000, 5}, 8)},
-                     {"u", integer_f32({2, 3, 4100, 5}, 13)}, {"v", integer_f32({2, 600000, 3}, 14)}};
+  const TensorMap in{{"x", small_integers_f32({2, 3, 4, 5}, 5)},     {"y", small_integers_f32({7, 300, 4}, 6)},
+                     {"z", small_integers_f32({70001}, 7)},          {"w", small_integers_f32({3, 1000, 5}, 8)},
+                     {"u", small_integers_f32({2, 3, 4100, 5}, 13)}, {"v", small_integers_f32({2, 600000, 3}, 14)}};
   check(ctx, g, in);
 }
 

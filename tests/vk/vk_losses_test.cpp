@@ -20,6 +20,7 @@
 #include "support/tolerance.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
+#include "vk_oracle_check.h"
 #include "vk_test_support.h"
 
 namespace tg::vk {
@@ -27,50 +28,15 @@ namespace {
 
 using testing::VkTest;
 
+// Scores in [lo, hi), by default wider than random_f32's: logits of a few units apart.
 HostTensor random_scores(Shape shape, std::uint32_t seed, float lo = -4.f, float hi = 4.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(static_cast<std::size_t>(num_elements(shape)));
-  for (float& x : v) x = dist(rng);
-  return HostTensor::f32(std::move(shape), v);
-}
-
-HostTensor random_targets(Shape shape, std::int64_t classes, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<std::int32_t> dist(0, static_cast<std::int32_t>(classes - 1));
-  std::vector<std::int32_t> v(static_cast<std::size_t>(num_elements(shape)));
-  for (std::int32_t& t : v) t = dist(rng);
-  return HostTensor::i32(std::move(shape), v);
+  return testing::random_f32(std::move(shape), seed, lo, hi);
 }
 
 // Vulkan against the f64 oracle within graph_tolerance(g) * max(1, largest |value| of the oracle
 // run), NaN matching NaN; then a replay must give the same bits.
 void check(const std::shared_ptr<Context>& ctx, const Graph& g, const TensorMap& in) {
-  Program program(ctx, g);
-  const TensorMap got = program.run(in);
-  const InterpResult oracle = interpret(g, in, {.compute = ComputeType::f64, .keep_all_values = true});
-  double scale = 1.0;
-  for (const HostTensor& t : oracle.values)
-    for (double v : t.values)
-      if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
-  const double tol = tg::testing::graph_tolerance(g) * scale;
-  for (const auto& [name, want] : oracle.outputs) {
-    const HostTensor& g_out = got.at(name);
-    ASSERT_EQ(g_out.type, want.type) << name;
-    int failures = 0;
-    for (std::size_t i = 0; i < want.values.size() && failures < 5; ++i) {
-      const double w = want.values[i], v = g_out.values[i];
-      const bool ok = std::isnan(w) ? std::isnan(v) : (v == w || std::fabs(v - w) <= tol);
-      EXPECT_TRUE(ok) << name << "[" << i << "] = " << v << ", want " << w << " (tol " << tol << ")";
-      failures += ok ? 0 : 1;
-    }
-  }
-  const TensorMap again = program.run(in);
-  for (const auto& [name, t] : got) {
-    const auto& v = again.at(name).values;
-    EXPECT_EQ(0, std::memcmp(t.values.data(), v.data(), v.size() * sizeof(double)))
-        << name << " not bitwise replayable";
-  }
+  testing::check_against_oracle(ctx, g, in, {.otherwise = std::nullopt, .guards = false});
 }
 
 // Both losses with every reduction on one scores/targets pair.
@@ -89,7 +55,8 @@ Graph all_losses_graph(const Shape& scores_shape) {
 
 TensorMap random_loss_inputs(const Shape& scores_shape, std::uint32_t seed, float lo = -4.f, float hi = 4.f) {
   return {{"x", random_scores(scores_shape, seed, lo, hi)},
-          {"t", random_targets(Shape(scores_shape.begin(), scores_shape.end() - 1), scores_shape.back(), seed + 1)}};
+          {"t", testing::random_indices(Shape(scores_shape.begin(), scores_shape.end() - 1), scores_shape.back(),
+                                        seed + 1)}};
 }
 
 TEST_F(VkTest, LossesMatchTheOracleOnTheirSamples) {
@@ -296,7 +263,7 @@ TEST_F(VkTest, LossGradientGraphsMatchTheOracle) {
         SCOPED_TRACE(print_graph(g));
         check(ctx, g,
               {{"x", random_scores(shape, 81)},
-               {"t", random_targets(Shape(shape.begin(), shape.end() - 1), shape.back(), 82)}});
+               {"t", testing::random_indices(Shape(shape.begin(), shape.end() - 1), shape.back(), 82)}});
       }
     }
   }

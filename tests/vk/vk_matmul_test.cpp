@@ -14,6 +14,7 @@
 
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
+#include "vk_oracle_check.h"
 #include "vk_test_support.h"
 
 namespace tg::vk {
@@ -21,13 +22,7 @@ namespace {
 
 using testing::VkTest;
 
-HostTensor random_f32(Shape shape, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-2.f, 2.f);
-  std::vector<float> v(static_cast<std::size_t>(num_elements(shape)));
-  for (float& x : v) x = dist(rng);
-  return HostTensor::f32(std::move(shape), v);
-}
+using testing::random_f32;
 
 struct Case {
   Shape a;

@@ -17,6 +17,7 @@
 
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
+#include "vk_oracle_check.h"
 #include "vk_test_support.h"
 
 namespace tg::vk {
@@ -24,13 +25,7 @@ namespace {
 
 using testing::VkTest;
 
-HostTensor random_f32(Shape shape, std::uint32_t seed, float lo = -2.f, float hi = 2.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(static_cast<std::size_t>(num_elements(shape)));
-  for (float& x : v) x = dist(rng);
-  return HostTensor::f32(std::move(shape), v);
-}
+using testing::random_f32;
 
 // Against the f64 oracle: |got - want| <= abs + rel * |want|, NaN matching NaN. `abs` covers the
 // rounding of long fp32 sums (scaled by the caller with the reduction length).
