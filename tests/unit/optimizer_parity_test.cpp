@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "support/train_parity.h"
 #include "tensorgrad/passes/optimizer.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/train/schedule.h"
@@ -27,6 +28,11 @@ namespace tg {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::at;
+using testing::integer;
+using testing::number;
+using testing::numbers;
+using testing::read_text;
 const fs::path kGoldenDir = fs::path(TG_SOURCE_DIR) / "tests/golden/optim";
 
 const std::vector<std::string> kCases = {"adam",         "adamw_no_decay_b", "sgd_momentum",  "sgd_nesterov_l2",
@@ -46,27 +52,6 @@ constexpr double kF64Rel = 1e-13;
 // small by luck. Measured: at most 0.34 of this bound (2.3e-7 on a loss near 1).
 constexpr double kF32DriftFactor = 2.0;
 constexpr double kF32Ulps = 4.0;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-const json::Value& at(const json::Value& v, const char* key) {
-  const json::Value* member = v.find(key);
-  if (!member) throw Error(std::string("golden: no member '") + key + "'");
-  return *member;
-}
-double number(const json::Value& v) { return std::strtod(v.text.c_str(), nullptr); }
-double number(const json::Value& v, const char* key) { return number(at(v, key)); }
-std::int64_t integer(const json::Value& v, const char* key) { return static_cast<std::int64_t>(number(v, key)); }
-std::vector<double> numbers(const json::Value& v) {
-  std::vector<double> out;
-  for (const json::Value& item : v.items) out.push_back(number(item));
-  return out;
-}
 
 OptimizerConfig optimizer_of(const json::Value& c) {
   const json::Value& o = at(c, "optimizer");
@@ -184,7 +169,7 @@ class OptimizerParity : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     const fs::path path = kGoldenDir / (GetParam() + ".json");
-    const std::string text = read_file(path);
+    const std::string text = read_text(path);
     ASSERT_FALSE(text.empty()) << "cannot read " << path << " (regenerate: /usr/bin/python3 tools/goldens_optim.py)";
     golden_ = json::parse(text);
   }
