@@ -160,7 +160,10 @@ struct Program::Impl {
   TensorMap run(const TensorMap& inputs, bool commit) {
     uncommitted = false;
     ctx->require_usable("running graph '" + graph.name() + "'");
-    validate_inputs(graph, inputs, [&](const GraphInput& in) { return !is_resident(in.name); });
+    // `in` is an element of graph.inputs(): its index finds its flag without a name search per input.
+    validate_inputs(graph, inputs, [&](const GraphInput& in) {
+      return !resident[static_cast<std::size_t>(&in - graph.inputs().data())];
+    });
     for (std::size_t i = 0; i < graph.inputs().size(); ++i) {
       const GraphInput& in = graph.inputs()[i];
       const auto it = inputs.find(in.name);
