@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // The broadcasting elementwise family: add, sub, mul, div, minimum, maximum, less, greater, equal
 // (two inputs) and where (three). One shader for the family, the op chosen by a push constant: the
 // branch is uniform across the dispatch, so it costs a few scalar instructions per element, and
@@ -38,6 +39,8 @@ layout(std430, set = 0, binding = 2) readonly buffer In2v { uvec4 in2v[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer Out { uint outv[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer Outv { uvec4 outvv[]; };
 
+#include "elementwise_math.glsl"
+
 const uint FLAG_CONTIGUOUS = 8u;
 
 const uint OP_ADD = 0, OP_SUB = 1, OP_MUL = 2, OP_DIV = 3, OP_MINIMUM = 4, OP_MAXIMUM = 5;
@@ -60,20 +63,12 @@ uint combine(uint w0, uint w1, uint w2) {
   if (pc.op == OP_WHERE) return w0 != 0u ? w1 : w2;
   const float a = uintBitsToFloat(w0);
   const float b = uintBitsToFloat(w1);
-  float r = 0.0;
   switch (pc.op) {
-    case OP_ADD: r = a + b; break;
-    case OP_SUB: r = a - b; break;
-    case OP_MUL: r = a * b; break;
-    case OP_DIV: r = a / b; break;
-    // NaN in b wins, as in the interpreter (and NaN in a stays since no comparison picks b).
-    case OP_MINIMUM: r = (b < a || isnan(b)) ? b : a; break;
-    case OP_MAXIMUM: r = (b > a || isnan(b)) ? b : a; break;
     case OP_LESS: return a < b ? 1u : 0u;
     case OP_GREATER: return a > b ? 1u : 0u;
     case OP_EQUAL: return a == b ? 1u : 0u;
   }
-  return floatBitsToUint(r);
+  return floatBitsToUint(ew_binary(pc.op, a, b));  // OP_ADD..OP_MAXIMUM are its codes
 }
 
 uvec4 combine4(uvec4 a, uvec4 b, uvec4 c) {

@@ -21,6 +21,12 @@
 // whole workgroup computes each row and invocation row % 256 adds it), then the same combine adds
 // the 256 partials. Both modes therefore add the row losses in the same order.
 //
+// reduction "sum"/"mean" over more than 256 rows takes two dispatches (src/vk/kernels/losses.cpp):
+// the first runs reduction "none" into the node's scratch (rows spread over the grid), the second
+// (mode 2, partials) is one workgroup whose invocation l adds the scratch's rows l, l+256, ... and
+// combines as above: the same additions in the same order as the one-dispatch form, so the same
+// bits, without one workgroup computing every row.
+//
 // llvmpipe stops all loops of an invocation after 65535 iterations in total. The combines are written
 // out (no loop) and the class loops of group mode peel their first element, so a group-mode row of
 // at most 256 classes costs one loop iteration: a one-workgroup reduction then handles up to about
@@ -43,7 +49,7 @@ layout(std430, set = 0, binding = 2) writeonly buffer Out { float outv[]; };
 layout(std430, set = 0, binding = 3) buffer Status { uint first_bad[]; };
 
 const uint OP_NLL = 0, OP_CROSS_ENTROPY = 1;
-const uint MODE_SERIAL = 0, MODE_GROUP = 1;
+const uint MODE_SERIAL = 0, MODE_GROUP = 1, MODE_PARTIALS = 2;
 const uint REDUCTION_NONE = 0, REDUCTION_MEAN = 1, REDUCTION_SUM = 2;
 
 shared float s_part[WG];
@@ -145,7 +151,9 @@ void main() {
 
   if (gl_WorkGroupID.x != 0u) return;  // the host launches one workgroup; uniform per workgroup
   float partial = 0.0;
-  if (pc.mode == MODE_SERIAL) {
+  if (pc.mode == MODE_PARTIALS) {
+    for (uint row = lid; row < pc.positions; row += WG) partial += x[row];  // x: the row losses
+  } else if (pc.mode == MODE_SERIAL) {
     for (uint row = lid; row < pc.positions; row += WG) partial += serial_loss(row);
   } else {
     for (uint row = 0; row < pc.positions; ++row) {

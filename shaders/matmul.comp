@@ -20,6 +20,9 @@
 //         the scalar fallback (123 registers, two workgroups per SM, yet 25 TFLOP/s).
 // fp32 inputs, fp32 accumulators. Each output is accumulated by one invocation in ascending k
 // (the zero padding only adds 0*0 terms past K), so the bits do not depend on scheduling.
+// Split-K (products with few output tiles and a long K, e.g. weight gradients): the host launches
+// the K ranges as batches (lda = the whole K) writing partial products to scratch, and
+// matmul_split_sum.comp adds them in ascending range order.
 // Workgroups loop grid-stride over (batch, tile row, tile column), so any size fits in the
 // executor's at most 65535 groups.
 
@@ -35,10 +38,12 @@ layout(push_constant) uniform Push {
   uint a_batch_stride;  // M*K
   uint b_batch_stride;  // K*N, or 0 when every batch shares one rhs
   uint flags;           // FLAG_* below
+  uint lda;             // A's row stride: K, or the whole K of a split-K launch, whose batches are
+                        // the K ranges (a_batch_stride = K per split, b_batch_stride = K per split * N)
 } pc;
 
 const uint FLAG_LARGE = 1u;   // 128x128 tiles (else 64x64)
-const uint FLAG_VEC_A = 2u;   // K % 4 == 0: rows of A start on vec4 boundaries
+const uint FLAG_VEC_A = 2u;   // lda and a_batch_stride % 4 == 0: rows of A start on vec4 boundaries
 const uint FLAG_VEC_BC = 4u;  // N % 4 == 0: rows of B and C start on vec4 boundaries
 
 // Scalar and vec4 views of the same bindings (aliased descriptors).
@@ -86,7 +91,7 @@ void small_tiles() {
         const uint ak = e % S_BK;  // consecutive invocations read consecutive k of one row
         const uint gr = row0 + ar;
         const uint gk = k0 + ak;
-        s_As[ak][ar] = (gr < pc.M && gk < pc.K) ? a[a_base + gr * pc.K + gk] : 0.0;
+        s_As[ak][ar] = (gr < pc.M && gk < pc.K) ? a[a_base + gr * pc.lda + gk] : 0.0;
         const uint bk = e / S_TILE;
         const uint bc = e % S_TILE;  // consecutive invocations read consecutive columns
         const uint gbk = k0 + bk;
@@ -138,7 +143,7 @@ vec4 load_a(uint a_base, uint row0, uint k0, uint e) {
   const uint gr = row0 + e / L_KQ;
   const uint gk = k0 + (e % L_KQ) * 4u;
   if (gr >= pc.M) return vec4(0.0);
-  const uint at = a_base + gr * pc.K + gk;
+  const uint at = a_base + gr * pc.lda + gk;
   if ((pc.flags & FLAG_VEC_A) != 0u) return gk < pc.K ? a4[at >> 2] : vec4(0.0);
   vec4 v;
   [[unroll]] for (uint q = 0; q < 4; ++q) v[q] = gk + q < pc.K ? a[at + q] : 0.0;

@@ -2,6 +2,7 @@
 #include "vk/commands.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -63,6 +64,20 @@ Fence::~Fence() {
 }
 
 void Fence::wait(std::chrono::nanoseconds timeout, std::string_view operation) {
+  // Poll first: a blocking vkWaitForFences on NVIDIA's Linux driver measured ~600 us from submit to
+  // wake-up for a one-dispatch program on an H200, several times a small training step's device
+  // time. Polling the status returns within microseconds of completion; past kSpinFor the wait
+  // blocks, so long runs do not keep a core busy.
+  constexpr std::chrono::microseconds kSpinFor{2000};
+  const auto spin_end = std::chrono::steady_clock::now() + std::min<std::chrono::nanoseconds>(kSpinFor, timeout);
+  while (std::chrono::steady_clock::now() < spin_end) {
+    const VkResult status = vkGetFenceStatus(context_->device(), handle_);
+    if (status == VK_SUCCESS) return;
+    if (status != VK_NOT_READY) {
+      context_->check(status, "waiting for " + std::string(operation));
+      return;
+    }
+  }
   const VkResult result = vkWaitForFences(context_->device(), 1, &handle_, VK_TRUE,
                                           static_cast<std::uint64_t>(std::max<std::int64_t>(timeout.count(), 0)));
   if (result == VK_TIMEOUT) {

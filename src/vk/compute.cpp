@@ -10,7 +10,8 @@
 namespace tg::vk {
 
 ComputePipeline::ComputePipeline(std::shared_ptr<Context> context, std::string_view shader,
-                                 std::uint32_t storage_buffers, std::uint32_t push_constant_bytes)
+                                 std::uint32_t storage_buffers, std::uint32_t push_constant_bytes,
+                                 std::span<const std::uint32_t> specialization)
     : context_(std::move(context)),
       shader_(shader),
       storage_buffers_(storage_buffers),
@@ -63,6 +64,13 @@ ComputePipeline::ComputePipeline(std::shared_ptr<Context> context, std::string_v
     pipeline_info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
     pipeline_info.stage.module = module;
     pipeline_info.stage.pName = "main";
+    std::vector<VkSpecializationMapEntry> entries(specialization.size());
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      entries[i] = {static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(4 * i), 4};
+    }
+    VkSpecializationInfo spec_info{static_cast<std::uint32_t>(entries.size()), entries.data(),
+                                   specialization.size_bytes(), specialization.data()};
+    if (!specialization.empty()) pipeline_info.stage.pSpecializationInfo = &spec_info;
     pipeline_info.layout = layout_;
     VkPipelineCreationFeedback feedback{};
     VkPipelineCreationFeedback stage_feedback{};

@@ -22,8 +22,9 @@ class ComputePipeline {
  public:
   // The shader's bindings 0..storage_buffers-1 in set 0 are storage buffers; push constants are
   // `push_constant_bytes` (a multiple of 4) at offset 0. Compiled through the context's pipeline cache.
+  // `specialization` gives the shader's specialization constants 0..k-1 (32-bit values).
   ComputePipeline(std::shared_ptr<Context> context, std::string_view shader, std::uint32_t storage_buffers,
-                  std::uint32_t push_constant_bytes);
+                  std::uint32_t push_constant_bytes, std::span<const std::uint32_t> specialization = {});
   ComputePipeline(const ComputePipeline&) = delete;
   ComputePipeline& operator=(const ComputePipeline&) = delete;
   ~ComputePipeline();

@@ -13,6 +13,7 @@
 #include "vk/commands.h"
 #include "vk/compute.h"
 #include "vk/executor_recording.h"
+#include "vk/fusion.h"
 #include "vk/kernels/kernels.h"
 #include "vk/plan.h"
 
@@ -21,6 +22,8 @@ namespace tg::vk {
 bool has_kernel(OpId op) { return kernel_plan_table()[static_cast<std::size_t>(op)] != nullptr; }
 
 namespace {
+
+constexpr std::uint64_t kMaxConstantBytes = std::uint64_t{64} << 20;
 
 std::uint32_t to_word(double value, DType dtype) {
   return is_float(dtype) ? std::bit_cast<std::uint32_t>(static_cast<float>(value))
@@ -58,7 +61,8 @@ struct Program::Impl {
   BufferPlan plan;
   ProgramStats stats;
   RecordedProgram recorded;
-  std::vector<bool> resident;  // per graph input
+  std::vector<bool> resident;   // per graph input
+  std::vector<bool> constants;  // per node: computed once at build (see the constructor)
   std::set<ValueId> writeback_sources;
   std::vector<double> timestamps_us;  // per dispatch: start, end (relative to the first start)
   std::size_t parity = 0;             // which recording (slot assignment) the next run replays
@@ -79,6 +83,12 @@ struct Program::Impl {
       }
       launches.push_back(fn(graph, node));
       if (launches.back().index_check) plan_options.keep_alive.push_back(launches.back().index_check->input);
+    }
+    if (options.fuse_elementwise) launches = fuse_elementwise(graph, std::move(launches));
+    plan_options.scratch_bytes.resize(launches.size(), 0);
+    for (std::size_t n = 0; n < launches.size(); ++n) {
+      plan_options.scratch_bytes[n] = launches[n].scratch_bytes;
+      for (ValueId v : launches[n].extra_reads) plan_options.extra_reads.emplace_back(v, static_cast<NodeId>(n));
     }
 
     resident.assign(graph.inputs().size(), false);
@@ -105,6 +115,39 @@ struct Program::Impl {
       plan_options.whole_program.push_back(*out);
     }
 
+    // Nodes without inputs (full, zeros, ones, arange) give the same values on every run: computed
+    // once when the program is built, kept for its whole life instead of recomputed per run (a
+    // training step's graph has dozens of them), up to kMaxConstantBytes in all.
+    constants.assign(launches.size(), false);
+    std::uint64_t constant_bytes = 0;
+    for (std::size_t n = 0; n < launches.size(); ++n) {
+      const Node& node = graph.nodes()[n];
+      const std::uint64_t bytes = 4 * static_cast<std::uint64_t>(graph.type(node.output).size());
+      if (!node.inputs.empty() || launches[n].items == 0 || writeback_sources.contains(node.output) ||
+          constant_bytes + bytes > kMaxConstantBytes) {
+        continue;
+      }
+      constants[n] = true;
+      constant_bytes += bytes;
+      ++stats.constants;
+      plan_options.whole_program.push_back(node.output);
+    }
+    // A reshape moves no data: its output shares its input's range (no dispatch) when neither is a
+    // graph input or output, whose ranges the recordings handle themselves (uploads, readbacks,
+    // writeback swaps).
+    const auto boundary = [&](ValueId v) {
+      return graph.input_of_value(v) != nullptr || std::any_of(graph.outputs().begin(), graph.outputs().end(),
+                                                               [&](const GraphOutput& o) { return o.value == v; });
+    };
+    for (std::size_t n = 0; n < launches.size(); ++n) {
+      const Node& node = graph.nodes()[n];
+      if (node.op != OpId::Reshape || launches[n].items == 0) continue;
+      if (boundary(node.inputs[0]) || boundary(node.output)) continue;
+      launches[n].items = 0;
+      plan_options.aliases.emplace_back(node.output, node.inputs[0]);
+      ++stats.aliases;
+    }
+
     const DeviceInfo& info = ctx->info();
     if (options.timestamps && !info.timestamps_supported) {
       throw Error("Vulkan program '" + graph.name() + "': timestamps requested, but " + info.summary() +
@@ -119,7 +162,7 @@ struct Program::Impl {
     stats.device_bytes = plan.total_bytes;
     stats.unshared_bytes = plan.naive_bytes;
 
-    RecordingRequest request{graph, plan, launches, resident, copies, writeback_sources, options.timestamps};
+    RecordingRequest request{graph, plan, launches, resident, copies, writeback_sources, constants, options.timestamps};
     recorded = record_program(ctx, request, stats);
   }
 
@@ -227,7 +270,9 @@ struct Program::Impl {
     if (timestamps_us.empty()) return out;
     for (std::size_t d = 0; d < recorded.dispatch_nodes.size(); ++d) {
       const NodeId n = recorded.dispatch_nodes[d];
-      out.push_back({n, std::string(op_name(graph.node(n).op)), timestamps_us[2 * d + 1] - timestamps_us[2 * d]});
+      const std::string& label = recorded.dispatch_labels[d];
+      out.push_back({n, label.empty() ? std::string(op_name(graph.node(n).op)) : label,
+                     timestamps_us[2 * d + 1] - timestamps_us[2 * d]});
     }
     return out;
   }
@@ -252,6 +297,17 @@ struct Program::Impl {
               (producer == kNoNode ? std::string(", a graph input")
                                    : ", written by '" + std::string(op_name(graph.node(producer).op)) + "'") +
               ") overwritten at byte " + std::to_string(b - s.guard_offset));
+          break;
+        }
+      }
+    }
+    for (std::size_t n = 0; n < plan.scratch.size(); ++n) {
+      const ValueSlot& s = plan.scratch[n];
+      for (std::uint64_t b = s.guard_offset; b < s.guard_offset + s.guard_bytes; b += 4) {
+        if (words[b / 4] != k_guard_word) {
+          problems.push_back("guard after the scratch of node %" + std::to_string(n) + " ('" +
+                             std::string(op_name(graph.node(static_cast<NodeId>(n)).op)) + "') overwritten at byte " +
+                             std::to_string(b - s.guard_offset));
           break;
         }
       }

@@ -28,10 +28,15 @@ void memory_barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAcces
   vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, &barrier, 0, nullptr, 0, nullptr);
 }
 
-// Pipelines are shared by launches of the same shader and binding count.
+// Pipelines are shared by launches of the same shader, binding count, push-constant size and
+// specialization constants.
 std::string pipeline_key(const KernelLaunch& l, std::size_t bindings) {
-  return l.shader + "#" + std::to_string(bindings) + "#" + std::to_string(l.push.size());
+  std::string key = l.shader + "#" + std::to_string(bindings) + "#" + std::to_string(l.push.size());
+  for (std::uint32_t c : l.specialization) key += "," + std::to_string(c);
+  return key;
 }
+
+std::size_t binding_count(const KernelLaunch& l) { return l.bindings.size() + (l.index_check ? 1 : 0); }
 
 }  // namespace
 
@@ -50,14 +55,68 @@ TimestampPool::~TimestampPool() {
   }
 }
 
+// Records the dispatches of every node (constants = false: those not precomputed) or of the
+// precomputed constant nodes only (constants = true: the one-time recording, no timestamps), with a
+// barrier wherever a dispatch touches a range an earlier one wrote, or writes one it read.
+void record_dispatches(VkCommandBuffer c, RecordedProgram& r, const RecordingRequest& request,
+                       const std::vector<ValueSlot>& slots, const std::vector<std::uint64_t>& status_offsets,
+                       ProgramStats* stats, bool constants) {
+  const DeviceInfo& info = r.device.context()->info();
+  const bool timestamps = r.timestamps && !constants;
+  std::size_t dispatches = 0;
+  // Ranges written and read by dispatches since the last barrier.
+  std::vector<Range> written, read;
+  for (std::size_t n = 0; n < request.launches.size(); ++n) {
+    if (request.launches[n].items == 0 || request.constants[n] != constants) continue;
+    for (const KernelLaunch* step : launch_steps(request.launches[n])) {
+      const KernelLaunch& l = *step;
+      if (l.items == 0) continue;
+      const ComputePipeline& pipeline = *r.pipelines.at(pipeline_key(l, binding_count(l)));
+      std::vector<BufferBinding> bindings;
+      std::vector<Range> reads, writes;
+      for (std::size_t b = 0; b < l.bindings.size(); ++b) {
+        const ValueId v = l.bindings[b];
+        const ValueSlot& s = v == kScratch ? request.plan.scratch[n] : slots[static_cast<std::size_t>(v)];
+        bindings.push_back({&r.device, s.offset, s.bytes});
+        (b + l.writes >= l.bindings.size() ? writes : reads).push_back(Range{s.offset, s.offset + s.bytes});
+      }
+      // Each status word belongs to one dispatch: no hazard to track.
+      if (l.index_check) bindings.push_back({&r.status, status_offsets[n], 4});
+      bool hazard = false;
+      for (const Range& rd : reads) hazard = hazard || overlaps_any(rd, written);
+      for (const Range& w : writes) hazard = hazard || overlaps_any(w, written) || overlaps_any(w, read);
+      if (hazard) {
+        record_compute_barrier(c);
+        if (stats) ++stats->barriers;
+        written.clear();
+        read.clear();
+      }
+      written.insert(written.end(), writes.begin(), writes.end());
+      read.insert(read.end(), reads.begin(), reads.end());
+      const VkDescriptorSet set = r.pool->allocate(pipeline, bindings);
+      const std::uint64_t wanted = (l.items + l.group_size - 1) / l.group_size;
+      const auto groups =
+          static_cast<std::uint32_t>(std::min<std::uint64_t>({wanted, info.max_compute_work_group_count[0], 65535}));
+      const auto query = static_cast<std::uint32_t>(2 * dispatches);
+      if (timestamps) vkCmdWriteTimestamp(c, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, r.timestamps->handle(), query);
+      record_dispatch(c, pipeline, set, l.push, {groups, 1, 1});
+      if (timestamps) vkCmdWriteTimestamp(c, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, r.timestamps->handle(), query + 1);
+      if (stats && !constants) {
+        r.dispatch_nodes.push_back(static_cast<NodeId>(n));
+        r.dispatch_labels.push_back(l.label);
+        ++stats->dispatches;
+      }
+      ++dispatches;
+    }
+  }
+}
+
 // Records one replayable command buffer over `slots` (the plan's, or with every writeback pair
 // swapped). Counts dispatches and barriers into `stats` when given.
 std::unique_ptr<CommandBuffer> record_commands(RecordedProgram& r, const RecordingRequest& request,
                                                const std::vector<ValueSlot>& slots,
                                                const std::vector<std::uint64_t>& status_offsets, ProgramStats* stats) {
   const Graph& graph = request.graph;
-  const DeviceInfo& info = r.device.context()->info();
-  std::size_t dispatches = 0;
   auto commands = std::make_unique<CommandBuffer>(r.device.context());
   commands->begin(/*one_time=*/false);
   VkCommandBuffer c = commands->handle();
@@ -84,47 +143,7 @@ std::unique_ptr<CommandBuffer> record_commands(RecordedProgram& r, const Recordi
   memory_barrier(c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 
-  // Ranges written and read by dispatches since the last barrier.
-  std::vector<Range> written, read;
-  for (std::size_t n = 0; n < request.launches.size(); ++n) {
-    const KernelLaunch& l = request.launches[n];
-    if (l.items == 0) continue;
-    const std::size_t binding_count = l.bindings.size() + (l.index_check ? 1 : 0);
-    const ComputePipeline& pipeline = *r.pipelines.at(pipeline_key(l, binding_count));
-    std::vector<BufferBinding> bindings;
-    std::vector<Range> reads, writes;
-    for (std::size_t b = 0; b < l.bindings.size(); ++b) {
-      const ValueSlot& s = slots[static_cast<std::size_t>(l.bindings[b])];
-      bindings.push_back({&r.device, s.offset, s.bytes});
-      (b + l.writes >= l.bindings.size() ? writes : reads).push_back(Range{s.offset, s.offset + s.bytes});
-    }
-    // Each status word belongs to one dispatch: no hazard to track.
-    if (l.index_check) bindings.push_back({&r.status, status_offsets[n], 4});
-    bool hazard = false;
-    for (const Range& rd : reads) hazard = hazard || overlaps_any(rd, written);
-    for (const Range& w : writes) hazard = hazard || overlaps_any(w, written) || overlaps_any(w, read);
-    if (hazard) {
-      record_compute_barrier(c);
-      if (stats) ++stats->barriers;
-      written.clear();
-      read.clear();
-    }
-    written.insert(written.end(), writes.begin(), writes.end());
-    read.insert(read.end(), reads.begin(), reads.end());
-    const VkDescriptorSet set = r.pool->allocate(pipeline, bindings);
-    const std::uint64_t wanted = (l.items + l.group_size - 1) / l.group_size;
-    const auto groups =
-        static_cast<std::uint32_t>(std::min<std::uint64_t>({wanted, info.max_compute_work_group_count[0], 65535}));
-    const auto query = static_cast<std::uint32_t>(2 * dispatches);
-    if (r.timestamps) vkCmdWriteTimestamp(c, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, r.timestamps->handle(), query);
-    record_dispatch(c, pipeline, set, l.push, {groups, 1, 1});
-    if (r.timestamps) vkCmdWriteTimestamp(c, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, r.timestamps->handle(), query + 1);
-    if (stats) {
-      r.dispatch_nodes.push_back(static_cast<NodeId>(n));
-      ++stats->dispatches;
-    }
-    ++dispatches;
-  }
+  record_dispatches(c, r, request, slots, status_offsets, stats, /*constants=*/false);
 
   memory_barrier(c, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                  VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
@@ -196,16 +215,20 @@ RecordedProgram record_program(const std::shared_ptr<Context>& ctx, const Record
 
   // Pipelines (one per shader and binding count) and one descriptor set per dispatch.
   std::uint32_t total_bindings = 0, sets = 0;
-  for (const KernelLaunch& l : request.launches) {
-    if (l.items == 0) continue;
-    const std::size_t bindings = l.bindings.size() + (l.index_check ? 1 : 0);
-    auto& p = r.pipelines[pipeline_key(l, bindings)];
-    if (!p) {
-      p = std::make_unique<ComputePipeline>(ctx, l.shader, static_cast<std::uint32_t>(bindings),
-                                            static_cast<std::uint32_t>(l.push.size()));
+  for (const KernelLaunch& launch : request.launches) {
+    if (launch.items == 0) continue;
+    for (const KernelLaunch* step : launch_steps(launch)) {
+      const KernelLaunch& l = *step;
+      if (l.items == 0) continue;
+      const std::size_t bindings = binding_count(l);
+      auto& p = r.pipelines[pipeline_key(l, bindings)];
+      if (!p) {
+        p = std::make_unique<ComputePipeline>(ctx, l.shader, static_cast<std::uint32_t>(bindings),
+                                              static_cast<std::uint32_t>(l.push.size()), l.specialization);
+      }
+      total_bindings += static_cast<std::uint32_t>(bindings);
+      ++sets;
     }
-    total_bindings += static_cast<std::uint32_t>(bindings);
-    ++sets;
   }
   const std::size_t parities = request.writebacks.empty() ? 1 : 2;
   if (sets > 0) r.pool = std::make_unique<DescriptorPool>(ctx, sets * parities, total_bindings * parities);
@@ -219,6 +242,15 @@ RecordedProgram record_program(const std::shared_ptr<Context>& ctx, const Record
     }
     r.slots[parity] = slots;
     r.commands[parity] = record_commands(r, request, slots, status_offsets, parity == 0 ? &stats : nullptr);
+  }
+  // Constants are computed once, here: their values own their ranges for the whole program (the
+  // plan's whole_program), and every replay's first barrier orders these writes before its reads.
+  if (std::find(request.constants.begin(), request.constants.end(), true) != request.constants.end()) {
+    CommandBuffer once(ctx);
+    once.begin(/*one_time=*/true);
+    record_dispatches(once.handle(), r, request, r.slots[0], status_offsets, nullptr, /*constants=*/true);
+    once.end();
+    submit_and_wait(ctx, once.handle(), "computing the constants of graph '" + graph.name() + "'");
   }
   return r;
 }

@@ -53,7 +53,8 @@ struct RecordedProgram {
   std::vector<std::uint64_t> in_offsets;   // staging offset per graph input (unused when resident)
   std::vector<std::uint64_t> out_offsets;  // readback offset per graph output
   std::vector<RecordedCheck> checks;
-  std::vector<NodeId> dispatch_nodes;  // the node of each recorded dispatch, in order
+  std::vector<NodeId> dispatch_nodes;        // the node of each recorded dispatch, in order
+  std::vector<std::string> dispatch_labels;  // each dispatch's KernelLaunch::label (empty: the op)
   std::map<std::string, std::unique_ptr<ComputePipeline>> pipelines;
   std::unique_ptr<DescriptorPool> pool;
   std::unique_ptr<TimestampPool> timestamps;
@@ -73,6 +74,9 @@ struct RecordingRequest {
   const std::vector<bool>& resident;                           // per graph input: not uploaded by the replay
   const std::vector<std::pair<ValueId, ValueId>>& writebacks;  // output value <-> input value
   const std::set<ValueId>& unread_outputs;                     // outputs not read back
+  // Per node: computed once when the program is built, not on every run (nodes without inputs,
+  // whose values the plan keeps for the whole program).
+  const std::vector<bool>& constants;
   bool timestamps = false;
 };
 

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/ir/ops/op_def.h"
 
 namespace tg::vk {
 
@@ -66,10 +67,29 @@ BufferPlan plan_buffers(const Graph& graph, const PlanLimits& limits, const Plan
   }
   for (const GraphInput& in : graph.inputs()) plan.live_to[static_cast<std::size_t>(in.value)] = n_nodes;
   for (const GraphOutput& out : graph.outputs()) plan.live_to[static_cast<std::size_t>(out.value)] = n_nodes;
+  for (const auto& [v, node] : options.extra_reads) {
+    auto& to = plan.live_to[static_cast<std::size_t>(v)];
+    to = std::max(to, static_cast<std::int64_t>(node));
+  }
   for (ValueId v : options.keep_alive) plan.live_to[static_cast<std::size_t>(v)] = n_nodes;
   for (ValueId v : options.whole_program) {
     plan.live_from[static_cast<std::size_t>(v)] = -1;
     plan.live_to[static_cast<std::size_t>(v)] = n_nodes;
+  }
+
+  // Alias groups: every member takes its root's range, which lives as long as any member does.
+  std::vector<ValueId> root(values.size());
+  for (std::size_t v = 0; v < values.size(); ++v) root[v] = static_cast<ValueId>(v);
+  for (const auto& [alias, source] : options.aliases) root[static_cast<std::size_t>(alias)] = source;
+  const auto find_root = [&](ValueId v) {
+    while (root[static_cast<std::size_t>(v)] != v) v = root[static_cast<std::size_t>(v)];
+    return v;
+  };
+  for (const auto& [alias, source] : options.aliases) {
+    const auto a = static_cast<std::size_t>(alias);
+    const auto r = static_cast<std::size_t>(find_root(alias));
+    plan.live_from[r] = std::min(plan.live_from[r], plan.live_from[a]);
+    plan.live_to[r] = std::max(plan.live_to[r], plan.live_to[a]);
   }
 
   const std::uint64_t max_range = limits.max_storage_buffer_range;
@@ -93,19 +113,46 @@ BufferPlan plan_buffers(const Graph& graph, const PlanLimits& limits, const Plan
   std::vector<std::vector<ValueId>> dies(static_cast<std::size_t>(n_nodes + 3));
   for (std::size_t v = 0; v < values.size(); ++v) {
     if (values[v].producer == kNoNode && !graph.input_of_value(static_cast<ValueId>(v))) continue;
+    if (root[v] != static_cast<ValueId>(v)) continue;  // placed with its root
     born[static_cast<std::size_t>(plan.live_from[v] + 1)].push_back(static_cast<ValueId>(v));
     dies[static_cast<std::size_t>(plan.live_to[v] + 2)].push_back(static_cast<ValueId>(v));
   }
+  // Scratch of node n: placed with node n's output (step n + 1), released at step n + 2 like a value
+  // that only node n reads, so it never overlaps anything node n reads or writes.
+  plan.scratch.assign(nodes.size(), ValueSlot{});
+  for (std::size_t n = 0; n < options.scratch_bytes.size() && n < nodes.size(); ++n) {
+    ValueSlot& slot = plan.scratch[n];
+    slot.bytes = align_up(options.scratch_bytes[n], 4);
+    slot.guard_bytes = slot.bytes > 0 ? guard : 0;
+    if (slot.bytes > 0) plan.naive_bytes += align_up(slot.bytes + guard, alignment);
+    if (slot.bytes > max_range) {
+      throw Error("Vulkan buffer plan: node %" + std::to_string(n) + " ('" + std::string(op_name(nodes[n].op)) +
+                  "') of graph '" + graph.name() + "' needs " + mib(slot.bytes) +
+                  " of scratch, above maxStorageBufferRange " + mib(max_range) + " of " + limits.device);
+    }
+  }
+  const auto place = [&](ValueSlot& slot) {
+    slot.offset = heap.allocate(slot.bytes + slot.guard_bytes);
+    slot.guard_offset = slot.offset + slot.bytes;
+  };
   for (std::int64_t step = 0; step <= n_nodes; ++step) {
     // With guards, nothing is reused: a guard must keep its sentinel until check_guards() reads it.
-    if (guard == 0)
+    if (guard == 0) {
       for (ValueId v : dies[static_cast<std::size_t>(step)])
         heap.release(plan.slots[static_cast<std::size_t>(v)].offset);
-    for (ValueId v : born[static_cast<std::size_t>(step)]) {
-      ValueSlot& slot = plan.slots[static_cast<std::size_t>(v)];
-      slot.offset = heap.allocate(slot.bytes + guard);
-      slot.guard_offset = slot.offset + slot.bytes;
+      if (step >= 2 && plan.scratch[static_cast<std::size_t>(step - 2)].bytes > 0)
+        heap.release(plan.scratch[static_cast<std::size_t>(step - 2)].offset);
     }
+    for (ValueId v : born[static_cast<std::size_t>(step)]) place(plan.slots[static_cast<std::size_t>(v)]);
+    if (step >= 1 && plan.scratch[static_cast<std::size_t>(step - 1)].bytes > 0)
+      place(plan.scratch[static_cast<std::size_t>(step - 1)]);
+  }
+  for (const auto& [alias, source] : options.aliases) {
+    const auto a = static_cast<std::size_t>(alias);
+    const auto r = static_cast<std::size_t>(find_root(alias));
+    plan.slots[a] = plan.slots[r];
+    plan.live_from[a] = plan.live_from[r];
+    plan.live_to[a] = plan.live_to[r];
   }
   plan.total_bytes = align_up(std::max<std::uint64_t>(heap.end(), 4), 4);
 

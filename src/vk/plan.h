@@ -6,6 +6,7 @@
 // executor can check after a run, to catch kernels writing past their output.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tensorgrad/ir/graph.h"
@@ -29,6 +30,16 @@ struct PlanOptions {
   // Values that own their range for the whole program, from before the first node: writeback
   // sources, whose range holds the params between runs in the swapped recording.
   std::vector<ValueId> whole_program;
+  // Per node (empty, or one entry per node): bytes of scratch memory private to the node's
+  // dispatches, live only while the node runs.
+  std::vector<std::uint64_t> scratch_bytes;
+  // (value, node): the node's dispatches read the value although the node does not list it as an
+  // input (a fused launch reads the inputs of its whole group), so it stays live until then.
+  std::vector<std::pair<ValueId, NodeId>> extra_reads;
+  // (alias, source): the alias shares the source's range (a reshape of a contiguous value moves no
+  // data). Neither may be a graph input or output. The group's range lives from its first member's
+  // start to its last member's end.
+  std::vector<std::pair<ValueId, ValueId>> aliases;
 };
 
 inline constexpr std::uint32_t k_guard_word = 0xDEADBEEFu;
@@ -41,7 +52,8 @@ struct ValueSlot {
 };
 
 struct BufferPlan {
-  std::vector<ValueSlot> slots;  // indexed by ValueId
+  std::vector<ValueSlot> slots;    // indexed by ValueId
+  std::vector<ValueSlot> scratch;  // indexed by node; bytes = 0 where a node has none
   std::uint64_t total_bytes = 0;
   std::uint64_t naive_bytes = 0;  // what one slot per value would have needed
   std::uint64_t guard_bytes = 0;

@@ -73,13 +73,15 @@ TEST_F(VkTest, ExecutorChainReusesBuffersAndKeepsGuardsIntact) {
   const Graph g = b.take();
   const TensorMap in{{"x", random_f32({37, 29}, 4)}};
   const TensorMap want = interpret(g, in, {.compute = ComputeType::f32}).outputs;
-  Program program(ctx, g);
+  // Unfused: one dispatch per node, so the chain's values and barriers exist (fusion would make
+  // the whole chain one dispatch; tests/vk/vk_fusion_test.cpp covers that).
+  Program program(ctx, g, {.fuse_elementwise = false});
   EXPECT_LT(program.stats().device_bytes, program.stats().unshared_bytes / 2) << "dead values should share memory";
   EXPECT_GT(program.stats().barriers, 0u);
   EXPECT_LE(program.stats().barriers, program.stats().dispatches);
   expect_close(program.run(in), want, 1e-5);
   // Guards (which turn reuse off) stay intact under correct kernels.
-  Program guarded(ctx, g, {.guard_bytes = 256});
+  Program guarded(ctx, g, {.guard_bytes = 256, .fuse_elementwise = false});
   EXPECT_GT(guarded.stats().device_bytes, program.stats().unshared_bytes - 64);  // no reuse
   expect_close(guarded.run(in), want, 1e-5);
   EXPECT_TRUE(guarded.check_guards().empty()) << testing::join_lines(guarded.check_guards());
@@ -154,6 +156,67 @@ TEST_F(VkTest, ExecutorRunsTwiceWithTheSameBitsAndPicksUpNewInputs) {
   expect_close(first, interpret(g, in, {.compute = ComputeType::f32}).outputs, 1e-6);
   in["y"] = HostTensor::f32({1}, {0.f});
   expect_close(program.run(in), interpret(g, in, {.compute = ComputeType::f32}).outputs, 1e-6);
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+// Nodes without inputs are computed once when the program is built and kept: every run sees them,
+// with or without guard regions, and with writebacks (both recordings read the same constants).
+TEST_F(VkTest, ExecutorComputesConstantsOnceAndKeepsThem) {
+  auto ctx = make_context();
+  GraphBuilder b("constants");
+  TracingScope scope(b);
+  Tensor x = b.input("x", {DType::f32, {300}});
+  Tensor p = b.param("p", {DType::f32, {300}});
+  const Tensor fill = full({300}, 0.5);
+  const Tensor step = add(mul(x, fill), arange(300, DType::f32));
+  b.output("y", add(step, ones({300})));
+  b.output("p_next", add(p, fill));
+  const Graph g = b.take();
+  for (std::uint64_t guard : {0u, 64u}) {
+    Program program(ctx, g, {.guard_bytes = guard, .resident_params = true, .writebacks = {{"p_next", "p"}}});
+    EXPECT_EQ(program.stats().constants, 3u);  // full, arange, ones
+    program.write_input("p", HostTensor::filled({DType::f32, {300}}, 1.0));
+    for (int run = 0; run < 3; ++run) {
+      const TensorMap in{{"x", random_f32({300}, 20 + run)}};
+      const TensorMap got = program.run(in);
+      const std::vector<double>& xs = in.at("x").values;
+      for (std::size_t i = 0; i < 300; ++i) {
+        ASSERT_EQ(got.at("y").values[i], static_cast<float>(static_cast<float>(xs[i] * 0.5f) + i) + 1.f) << i;
+      }
+      EXPECT_EQ(program.read_input("p").values[7], 1.0 + 0.5 * (run + 1)) << "run " << run;
+    }
+    if (guard > 0) {
+      EXPECT_TRUE(program.check_guards().empty()) << testing::join_lines(program.check_guards());
+    }
+  }
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+// A reshape between two nodes shares its input's memory and records no dispatch; a reshape of a
+// graph input or into a graph output still copies (those ranges belong to uploads and readbacks).
+TEST_F(VkTest, ExecutorReshapesShareMemoryInsideTheGraph) {
+  auto ctx = make_context();
+  GraphBuilder b("reshapes");
+  TracingScope scope(b);
+  Tensor x = b.input("x", {DType::f32, {6, 50}});
+  const Tensor e = exp(x);
+  const Tensor twice = reshape(reshape(e, {300}), {3, 100});  // two aliases in a chain
+  const Tensor later = exp(neg(x));  // runs while the alias group is alive: must not reuse its range
+  b.output("y", add(reshape(twice, {6, 50}), later));
+  b.output("x_flat", reshape(x, {300}));          // of a graph input: copied
+  b.output("e_flat", reshape(exp(e), {2, 150}));  // into a graph output: copied
+  const Graph g = b.take();
+  const TensorMap in{{"x", random_f32({6, 50}, 31)}};
+  const TensorMap want = interpret(g, in, {.compute = ComputeType::f32}).outputs;
+  for (std::uint64_t guard : {0u, 64u}) {
+    Program program(ctx, g, {.guard_bytes = guard, .fuse_elementwise = false});
+    EXPECT_EQ(program.stats().aliases, 3u);
+    // exp(exp(x)) multiplies the inner exp's relative error by exp(x) (up to ~6 here): 1e-5.
+    expect_close(program.run(in), want, 1e-5);
+    if (guard > 0) {
+      EXPECT_TRUE(program.check_guards().empty()) << testing::join_lines(program.check_guards());
+    }
+  }
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 
@@ -276,6 +339,63 @@ TEST(VkPlan, ReusesDeadValuesKeepsInputsAndOutputsAndRespectsAlignment) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("tiny"), std::string::npos) << e.what();
   }
+}
+
+// An alias group takes one range, alive from its first member's start to its last member's end.
+TEST(VkPlan, AliasesShareTheirSourcesRangeForTheGroupsLifetime) {
+  GraphBuilder b("plan");
+  TracingScope scope(b);
+  Tensor x = b.input("x", {DType::f32, {100}});
+  const Tensor e1 = exp(x);                   // node 0
+  const Tensor r = reshape(e1, {10, 10});     // node 1: an alias of e1
+  const Tensor e2 = exp(x);                   // node 2
+  const Tensor e3 = exp(e2);                  // node 3
+  b.output("y", add(reshape(r, {100}), e3));  // node 4 reshapes again, node 5 reads the group
+  const Graph g = b.take();
+  const ValueId flat = g.nodes()[5].inputs[0];
+  const BufferPlan plan = plan_buffers(g, {.alignment = 64}, {.aliases = {{r.id(), e1.id()}, {flat, r.id()}}});
+  const auto slot = [&](ValueId v) { return plan.slots[static_cast<std::size_t>(v)]; };
+  EXPECT_EQ(slot(r.id()).offset, slot(e1.id()).offset);
+  EXPECT_EQ(slot(flat).offset, slot(e1.id()).offset);
+  EXPECT_EQ(plan.live_to[static_cast<std::size_t>(e1.id())], 5);
+  // e2 and e3 are born while the group is alive: they must not overlap it.
+  for (const Tensor& t : {e2, e3}) {
+    const ValueSlot p = slot(e1.id()), q = slot(t.id());
+    EXPECT_FALSE(p.offset < q.offset + q.bytes && q.offset < p.offset + p.bytes);
+  }
+}
+
+// Scratch lives only while its node runs; an extra read keeps a value alive until its reader.
+TEST(VkPlan, ScratchAndExtraReadsExtendNoLifetimeMoreThanNeeded) {
+  GraphBuilder b("plan");
+  TracingScope scope(b);
+  Tensor x = b.input("x", {DType::f32, {100}});
+  const Tensor e1 = exp(x);   // node 0
+  const Tensor e2 = exp(e1);  // node 1: 200 bytes of scratch
+  const Tensor e3 = exp(e2);  // node 2
+  b.output("y", exp(e3));     // node 3: also reads e1 (an extra read)
+  const Graph g = b.take();
+  const auto slot = [](const BufferPlan& p, const Tensor& t) { return p.slots[static_cast<std::size_t>(t.id())]; };
+  const auto overlap = [](const ValueSlot& p, const ValueSlot& q) {
+    return p.offset < q.offset + q.bytes && q.offset < p.offset + p.bytes;
+  };
+  const BufferPlan plain = plan_buffers(g, {.alignment = 64});
+  EXPECT_TRUE(overlap(slot(plain, e1), slot(plain, e3))) << "e3 reuses e1's memory when nothing reads e1 later";
+
+  const BufferPlan plan =
+      plan_buffers(g, {.alignment = 64}, {.scratch_bytes = {0, 198, 0, 0}, .extra_reads = {{e1.id(), 3}}});
+  ASSERT_EQ(plan.scratch.size(), 4u);
+  EXPECT_EQ(plan.scratch[0].bytes, 0u);
+  const ValueSlot& scratch = plan.scratch[1];
+  EXPECT_EQ(scratch.bytes, 200u);  // rounded up to whole words
+  EXPECT_EQ(scratch.offset % 64, 0u);
+  EXPECT_FALSE(overlap(scratch, slot(plan, e1))) << "node 1 reads e1";
+  EXPECT_FALSE(overlap(scratch, slot(plan, e2))) << "node 1 writes e2";
+  EXPECT_FALSE(overlap(scratch, slot(plan, x))) << "inputs live throughout";
+  EXPECT_EQ(plan.live_to[static_cast<std::size_t>(e1.id())], 3);
+  for (const Tensor& later : {e2, e3}) EXPECT_FALSE(overlap(slot(plan, e1), slot(plan, later)));
+  EXPECT_THROW(plan_buffers(g, {.max_storage_buffer_range = 1000, .device = "tiny"}, {.scratch_bytes = {0, 1004}}),
+               Error);
 }
 
 }  // namespace

@@ -147,9 +147,31 @@ TEST_F(VkTest, SumToShapeOnRealsMatchesTheInterpreterBitForBit) {
   Tensor l = b.input("long", {DType::f32, {3, 9001, 2}});
   b.output("c", sum_to_shape(l, {1, 2}));
   b.output("d", sum_to_shape(l, {3, 1, 1}));
+  // The row form [rows, cols] -> [cols] (sum_rows.comp, then the ordered block sum): ragged column
+  // chunks and a scalar block sum (67 columns), whole chunks and a vec4 block sum (128).
+  Tensor r67 = b.input("r67", {DType::f32, {1000, 67}});
+  Tensor r128 = b.input("r128", {DType::f32, {4, 150, 128}});
+  b.output("e", sum_to_shape(r67, {67}));
+  b.output("e_one_block", sum_to_shape(narrow(r67, 0, 0, 200), {1, 67}));
+  b.output("f", sum_to_shape(r128, {1, 128}));
   const Graph g = b.take();
-  // The same order as the interpreter (blocks of 4096 terms past 4096), so the same bits.
-  check(ctx, g, {{"x", random_f32({37, 1, 29, 3}, 9)}, {"long", random_f32({3, 9001, 2}, 15)}});
+  // The same order as the interpreter (blocks of 256 terms past 256), so the same bits.
+  check(ctx, g,
+        {{"x", random_f32({37, 1, 29, 3}, 9)},
+         {"long", random_f32({3, 9001, 2}, 15)},
+         {"r67", random_f32({1000, 67}, 16)},
+         {"r128", random_f32({4, 150, 128}, 17)}});
+
+  // The row form is two dispatches; a short preimage or another layout stays one.
+  const auto dispatches = [&](const Shape& in, const Shape& to) {
+    GraphBuilder one("one_sum");
+    TracingScope one_scope(one);
+    one.output("s", sum_to_shape(one.input("x", {DType::f32, in}), to));
+    return Program(ctx, one.take()).stats().dispatches;
+  };
+  EXPECT_EQ(dispatches({1000, 67}, {67}), 2u);
+  EXPECT_EQ(dispatches({256, 67}, {67}), 1u);  // one block: the row kernel writes the output
+  EXPECT_EQ(dispatches({1000, 67}, {1000, 1}), 1u);
 }
 
 TEST_F(VkTest, StructureOpsOnOddSizes) {

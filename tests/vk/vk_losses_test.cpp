@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -93,6 +94,44 @@ TEST_F(VkTest, LossesEveryReductionOnEdgeShapes) {
   // Logits around 1000: stable only through the row maximum.
   check(ctx, all_losses_graph({4, 50}), random_loss_inputs({4, 50}, 7, 990.f, 1010.f));
   check(ctx, all_losses_graph({4, 5}), random_loss_inputs({4, 5}, 8, 990.f, 1010.f));
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+// Past 256 rows a sum or mean is two dispatches: the row losses into scratch, then one workgroup
+// adds them as the one-dispatch form does (invocation l: rows l, l+256, ... in order; then 16
+// groups of 16 in order, then the 16 group results in order). The sum must be exactly that
+// float computation over the row losses Vulkan reports for reduction "none"; the mean its quotient
+// (within 2 ulp: NVIDIA's division is not correctly rounded).
+TEST_F(VkTest, LossSumsOverManyRowsAddTheRowLossesInOrder) {
+  auto ctx = make_context();
+  for (const std::int64_t classes : {5, 40}) {  // serial rows and workgroup rows
+    for (const std::int64_t rows : {256, 257, 1000}) {
+      SCOPED_TRACE("rows " + std::to_string(rows) + " classes " + std::to_string(classes));
+      GraphBuilder b("losses_order");
+      TracingScope scope(b);
+      Tensor x = b.input("x", {DType::f32, {rows, classes}});
+      Tensor t = b.input("t", {DType::i32, {rows}});
+      b.output("sum", cross_entropy(x, t, {.reduction = Reduction::sum}));
+      b.output("mean", cross_entropy(x, t, {.reduction = Reduction::mean}));
+      b.output("none", cross_entropy(x, t, {.reduction = Reduction::none}));
+      const Graph g = b.take();
+      Program program(ctx, g);
+      EXPECT_EQ(program.stats().dispatches, rows > 256 ? 5u : 3u);
+      const TensorMap got = program.run(random_loss_inputs({rows, classes}, 91));
+      const std::vector<double>& losses = got.at("none").values;
+      std::array<float, 256> partial{};
+      for (std::size_t row = 0; row < losses.size(); ++row) partial[row % 256] += static_cast<float>(losses[row]);
+      float total = 0.f;
+      for (std::size_t group = 0; group < 16; ++group) {
+        float r = partial[16 * group];
+        for (std::size_t i = 1; i < 16; ++i) r += partial[16 * group + i];
+        total = group == 0 ? r : total + r;
+      }
+      EXPECT_EQ(static_cast<float>(got.at("sum").values[0]), total);
+      const float mean = total / static_cast<float>(rows);
+      EXPECT_NEAR(got.at("mean").values[0], mean, 2 * std::abs(mean) * std::numeric_limits<float>::epsilon());
+    }
+  }
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 

@@ -1,7 +1,8 @@
 // The Vulkan matmul kernel (shaders/matmul.comp) on hand-built graphs against the f64 oracle:
 // sizes that are and are not multiples of the 64x64x16 tiles, long K, a 2-D rhs under a 3-D lhs,
-// batched operands, more tiles than the 65535 workgroups a dispatch may have, an empty K, guard
-// regions intact, and the same bits on every replay.
+// batched operands, more tiles than the 65535 workgroups a dispatch may have, an empty K, split-K
+// launches (partials in scratch, then an ordered sum), guard regions intact (scratch included), and
+// the same bits on every replay.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,8 +32,10 @@ struct Case {
 
 // Runs c = matmul(a, b) on Vulkan (with guard regions after every buffer, then without) and on
 // the f64 oracle; the error allowed is the matmul tolerance class at reduction length K relative
-// to max(1, largest |value|), and a replay gives the same bits.
-void check_matmul(const std::shared_ptr<Context>& ctx, const Case& c, std::uint32_t seed, bool thorough = true) {
+// to max(1, largest |value|), and a replay gives the same bits. `dispatches` > 0: the program must
+// record that many (2 for a split-K launch), so a case keeps testing the path it was written for.
+void check_matmul(const std::shared_ptr<Context>& ctx, const Case& c, std::uint32_t seed, bool thorough = true,
+                  std::size_t dispatches = 0) {
   SCOPED_TRACE(shape_to_string(c.a) + " x " + shape_to_string(c.b));
   GraphBuilder builder("matmul");
   TracingScope scope(builder);
@@ -53,6 +56,9 @@ void check_matmul(const std::shared_ptr<Context>& ctx, const Case& c, std::uint3
   for (std::uint64_t guard : {256u, 0u}) {
     if (!thorough && guard > 0) continue;
     Program program(ctx, g, {.guard_bytes = guard});
+    if (dispatches > 0) {
+      EXPECT_EQ(program.stats().dispatches, dispatches);
+    }
     const TensorMap got = program.run(in);
     const HostTensor& out = got.at("c");
     const HostTensor& ref = want.at("c");
@@ -91,14 +97,26 @@ TEST_F(VkTest, MatmulSizesInAndOffTheTileGrid) {
   check_matmul(ctx, {{65, 16}, {16, 63}}, 9);    // one past / one short of a tile
 }
 
-// The 128x128-tile kernel (M, N >= 128) with vec4 and scalar row loads: whole and ragged tiles,
-// batched, K or N not a multiple of 4 (the scalar paths).
+// The 128x128-tile kernel (M, N >= 128 and at least 64 such tiles) with vec4 and scalar row loads:
+// whole and ragged tiles, batched, K or N not a multiple of 4 (the scalar paths). One dispatch each:
+// none of these splits K.
 TEST_F(VkTest, MatmulLargeTilesVec4AndScalarRows) {
   auto ctx = make_context();
-  check_matmul(ctx, {{256, 64}, {64, 384}}, 31);        // whole 128x128 tiles, vec4 A, B, C
-  check_matmul(ctx, {{2, 136, 36}, {2, 36, 132}}, 33);  // batched, ragged tiles, vec4
-  check_matmul(ctx, {{129, 128}, {128, 130}}, 35);      // vec4 A, scalar B/C (N % 4 = 2)
-  check_matmul(ctx, {{200, 30}, {30, 128}}, 37);        // scalar A (K % 4 = 2), vec4 B/C
+  check_matmul(ctx, {{1024, 48}, {48, 1024}}, 31, true, 1);       // whole 128x128 tiles, vec4 A, B, C
+  check_matmul(ctx, {{8, 136, 36}, {8, 36, 1032}}, 33, true, 1);  // batched, ragged tiles, vec4
+  check_matmul(ctx, {{1025, 120}, {120, 1026}}, 35, true, 1);     // vec4 A, scalar B/C (N % 4 = 2)
+  check_matmul(ctx, {{1000, 30}, {30, 1024}}, 37, true, 1);       // scalar A (K % 4 = 2), vec4 B/C
+}
+
+// Few output tiles and a long K: K ranges as batches into scratch, then the ordered sum (two
+// dispatches). Small and large tiles, vec4 and scalar sums, ragged tiles.
+TEST_F(VkTest, MatmulSplitsLongReductionsOverFewTiles) {
+  auto ctx = make_context();
+  check_matmul(ctx, {{64, 4096}, {4096, 64}}, 41, true, 2);    // one small tile, 64 ranges of 64
+  check_matmul(ctx, {{100, 2048}, {2048, 30}}, 43, true, 2);   // ragged tiles, scalar C, vec4 sum
+  check_matmul(ctx, {{7, 1024}, {1024, 9}}, 45, true, 2);      // 63 outputs: the scalar sum
+  check_matmul(ctx, {{1024, 128}, {128, 1024}}, 47, true, 2);  // 64 large tiles, two ranges
+  check_matmul(ctx, {{5, 4099}, {4099, 3}}, 49, true, 1);      // K has no even split: one dispatch
 }
 
 TEST_F(VkTest, MatmulLongReduction) {

@@ -28,6 +28,11 @@ struct IndexCheck {
   std::string what = "index";  // "index", "target"
 };
 
+// A binding of this id names the node's scratch range (KernelLaunch::scratch_bytes), memory private
+// to the node's dispatches: e.g. split-K matmul partials, written by the first dispatch and summed by
+// the next. The plan gives it the lifetime of the node, so later nodes reuse it.
+inline constexpr ValueId kScratch = -2;
+
 struct KernelLaunch {
   std::string shader;             // shaders/<shader>.comp
   std::vector<ValueId> bindings;  // storage buffers 0..k-1: what the kernel reads, then what it writes
@@ -35,8 +40,22 @@ struct KernelLaunch {
   std::vector<std::byte> push;    // push constants, a multiple of 4 bytes
   std::uint64_t items = 0;        // invocations needed (the shaders loop grid-stride over them)
   std::uint32_t group_size = 256;
-  std::optional<IndexCheck> index_check;  // binds the extra status word described above
+  // Binds the extra status word described above. On a `then` launch it binds the node's word again
+  // (same check, for a shader that declares the binding) without adding a check of its own.
+  std::optional<IndexCheck> index_check;
+  // Values of the shader's specialization constants 0..k-1 (32-bit each). Launches that differ here
+  // get different pipelines, which the driver compiles with these values folded in.
+  std::vector<std::uint32_t> specialization;
+  std::string label;                // what timings() calls the dispatch; empty: the node's op
+  std::uint64_t scratch_bytes = 0;  // the node's scratch range (bound as kScratch), on the first launch
+  std::vector<KernelLaunch> then;   // more dispatches for the node, recorded in order after this one
+  // Values read by this launch that the node itself does not list as inputs (a fused launch reads
+  // its group's inputs): the plan keeps them alive until this node runs.
+  std::vector<ValueId> extra_reads;
 };
+
+// The launch followed by its `then` launches, in recording order.
+std::vector<const KernelLaunch*> launch_steps(const KernelLaunch& launch);
 
 using KernelPlanFn = KernelLaunch (*)(const Graph& graph, const Node& node);
 using KernelPlanTable = std::array<KernelPlanFn, kNumOps>;

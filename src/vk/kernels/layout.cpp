@@ -131,6 +131,9 @@ static_assert(sizeof(SumPush) == 112);
 // interpreter's deterministic_sum block), shorter ones by one invocation: the same order as
 // tg::interpret, so the same f32 bits.
 constexpr std::int64_t kSumBlock = 256;  // = kSumToShapeBlock in src/interp/kernels/layout.cpp
+// From this many rows the row form [rows, cols] -> [cols] stages tiles in shared memory
+// (sum_rows.comp): one invocation per column would read them one strided load after another.
+constexpr std::int64_t kMinRowsForm = 32;
 
 // Summed axes: the input's leading extra axes and those the target has as 1 (while the input does
 // not). Kept axes: the rest, over the output's row-major coordinates. Both lists collapse without
@@ -173,6 +176,35 @@ KernelLaunch sum_to_shape(const Graph& graph, const Node& node) {
     push.sum_strides[lead + d] = static_cast<std::uint32_t>(summed.strides[d]);
   }
   KernelLaunch launch;
+  // The row form [rows, cols] -> [cols] (bias gradients): sum_rows.comp's coalesced block sums,
+  // straight into the output for one block, else into scratch, and matmul_split_sum adds them in
+  // block order (the same bits either way). Short columns stay with the general kernel.
+  const bool rows_form = len >= kMinRowsForm && kept.dims.size() == 1 && kept.strides[0] == 1 &&
+                         summed.dims.size() == 1 && summed.strides[0] == kept.dims[0];
+  if (rows_form) {
+    const std::int64_t cols = kept.dims[0];
+    const std::int64_t blocks = (len + kSumBlock - 1) / kSumBlock;
+    const std::int64_t chunks = (cols + 31) / 32;
+    const std::uint32_t rows_push[4] = {static_cast<std::uint32_t>(len), static_cast<std::uint32_t>(cols),
+                                        static_cast<std::uint32_t>(chunks), static_cast<std::uint32_t>(blocks)};
+    launch.shader = "sum_rows";
+    launch.label = "sum_to_shape (row blocks)";
+    launch.bindings = {node.inputs[0], blocks == 1 ? node.output : kScratch};
+    append_pod(launch.push, rows_push);
+    launch.items = static_cast<std::uint64_t>(blocks * chunks) * 256;
+    if (blocks == 1) return launch;
+    launch.scratch_bytes = 4 * static_cast<std::uint64_t>(blocks * cols);
+    KernelLaunch add;
+    add.shader = "matmul_split_sum";  // the ordered sum of partials [blocks, cols]
+    add.label = "sum_to_shape (block sum)";
+    add.bindings = {kScratch, node.output};
+    const std::uint32_t add_push[3] = {static_cast<std::uint32_t>(cols), static_cast<std::uint32_t>(blocks),
+                                       cols % 4 == 0 ? 1u : 0u};
+    append_pod(add.push, add_push);
+    add.items = static_cast<std::uint64_t>(cols % 4 == 0 ? cols / 4 : cols);
+    launch.then.push_back(std::move(add));
+    return launch;
+  }
   launch.shader = "sum_to_shape";
   launch.bindings = {node.inputs[0], node.output};
   append_pod(launch.push, push);

@@ -2,9 +2,12 @@
 // (class) axis. Rows are the positions (every axis but the last), so no reshape is needed.
 // nll_loss and short cross-entropy rows get one invocation per row; long cross-entropy rows one
 // 256-invocation workgroup each (max and sum of exp combined by fixed-shape trees). A "sum" or
-// "mean" is done entirely by ONE workgroup in this one dispatch (per-invocation partials over rows
-// l, l+256, ..., then a tree): deterministic, no atomics, no scratch buffer. The targets are checked
-// through the executor's index check (IndexCheck, "target"), as the interpreter's RuntimeError.
+// "mean" adds the row losses in ONE workgroup (per-invocation partials over rows l, l+256, ...,
+// then a tree): deterministic, no atomics. Up to 256 rows that workgroup also computes the losses
+// (one dispatch); above, a first dispatch computes them across the grid into the node's scratch
+// and the second adds them in the same order (same bits; a [4096, 65] mean went from one
+// workgroup doing all 4096 rows to 4096 workgroups). The targets are checked through the
+// executor's index check (IndexCheck, "target"), as the interpreter's RuntimeError.
 #include <string>
 
 #include "tensorgrad/ir/error.h"
@@ -19,7 +22,9 @@ constexpr std::uint32_t kGroupSize = 256;
 constexpr std::int64_t kSerialClasses = 32;
 
 enum : std::uint32_t { kNll = 0, kCrossEntropy = 1 };
-enum : std::uint32_t { kSerial = 0, kGroup = 1 };
+enum : std::uint32_t { kSerial = 0, kGroup = 1, kPartials = 2 };
+// Above this many rows a sum or mean computes the row losses across the grid first.
+constexpr std::int64_t kOneDispatchRows = 256;
 enum : std::uint32_t { kNone = 0, kMean = 1, kSum = 2 };
 
 struct LossPush {
@@ -60,13 +65,33 @@ KernelLaunch plan_loss(const Graph& graph, const Node& node, std::uint32_t op) {
   launch.bindings = {node.inputs[0], node.inputs[1], node.output};
   launch.group_size = kGroupSize;
   const auto rows = static_cast<std::uint64_t>(positions);
-  if (push.reduction != kNone) {
+  const std::uint64_t row_items = push.mode == kSerial ? rows : rows * kGroupSize;
+  launch.index_check = IndexCheck{node.inputs[1], classes, "target"};
+  if (push.reduction == kNone) {
+    launch.items = row_items;
+  } else if (positions <= kOneDispatchRows) {
     // One workgroup, even for no rows: the scalar output (0 or NaN) must still be written.
     launch.items = kGroupSize;
   } else {
-    launch.items = push.mode == kSerial ? rows : rows * kGroupSize;
+    LossPush rows_push = push;
+    rows_push.reduction = kNone;
+    append_pod(launch.push, rows_push);
+    launch.bindings.back() = kScratch;
+    launch.scratch_bytes = 4 * rows;
+    launch.items = row_items;
+    launch.label = std::string(op_name(node.op)) + " (rows)";
+    KernelLaunch add;  // the same pipeline; binds the node's status word, never writes it
+    add.shader = launch.shader;
+    add.bindings = {kScratch, node.inputs[1], node.output};
+    add.index_check = launch.index_check;
+    push.mode = kPartials;
+    append_pod(add.push, push);
+    add.items = kGroupSize;
+    add.group_size = kGroupSize;
+    add.label = std::string(op_name(node.op)) + " (" + (push.reduction == kMean ? "mean" : "sum") + ")";
+    launch.then.push_back(std::move(add));
+    return launch;
   }
-  launch.index_check = IndexCheck{node.inputs[1], classes, "target"};
   append_pod(launch.push, push);
   return launch;
 }

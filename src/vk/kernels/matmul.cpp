@@ -1,9 +1,15 @@
 // Launches of the matmul family (shaders/matmul.comp): [..., M, K] x [K, N] with the lhs's leading
 // dims folded into M, or batched [B..., M, K] x [B..., K, N]. One workgroup of 256 invocations per
-// output tile (items = tiles * 256): 128x128 tiles (the fast path) when M and N reach 128, else
-// 64x64, so small products do not compute mostly padding. The shader decodes (batch, tile row, tile
-// column) from the workgroup id and loops grid-stride when the tiles exceed the executor's 65535
-// groups.
+// output tile: 128x128 tiles (the fast path) when M and N reach 128 and there are enough of them to
+// occupy the device, else 64x64. The shader decodes (batch, tile row, tile column) from the
+// workgroup id and loops grid-stride when the tiles exceed the executor's 65535 groups.
+//
+// Split-K: a product with few tiles and a long K (a weight gradient X^T dY of a training step has
+// one or a few output tiles and K = batch x time) would run on a few of the device's cores while
+// the rest idle. Such a product is launched as `splits` batches over consecutive K ranges writing
+// partial products to the node's scratch, then matmul_split_sum adds the partials in ascending
+// order: two dispatches, deterministic, fp32 throughout (each output is now a sum of `splits`
+// ascending partial sums, within the same tolerance class as one ascending sum).
 #include <algorithm>
 #include <limits>
 
@@ -17,24 +23,53 @@ namespace {
 constexpr std::int64_t kSmallTile = 64;
 constexpr std::int64_t kLargeTile = 128;
 constexpr std::uint32_t kGroupSize = 256;
+// Workgroups a launch should offer: about two per core of a 132-core H100/H200. Below
+// kLargeTileMin large tiles the product takes small ones (4x the workgroups); below kTargetGroups
+// a 2-D product splits K, each range at least kMinSplitK long (shorter ranges spend more on
+// writing and summing partials than they save).
+constexpr std::uint64_t kTargetGroups = 256;
+constexpr std::uint64_t kLargeTileMin = 64;
+constexpr std::int64_t kMinSplitK = 64;
 
 // Must match the FLAG_* constants of shaders/matmul.comp.
 constexpr std::uint32_t kFlagLarge = 1;  // 128x128 tiles
-constexpr std::uint32_t kFlagVecA = 2;   // K % 4 == 0: rows of A move as vec4
+constexpr std::uint32_t kFlagVecA = 2;   // rows of A start on vec4 boundaries
 constexpr std::uint32_t kFlagVecBC = 4;  // N % 4 == 0: rows of B and C move as vec4
 
 struct MatmulPush {
   std::uint32_t m = 0;
   std::uint32_t n = 0;
-  std::uint32_t k = 0;
+  std::uint32_t k = 0;  // per batch: the K range of one split
   std::uint32_t batches = 0;
   std::uint32_t tiles_m = 0;
   std::uint32_t tiles_n = 0;
   std::uint32_t a_batch_stride = 0;
   std::uint32_t b_batch_stride = 0;
   std::uint32_t flags = 0;
+  std::uint32_t lda = 0;  // A's row stride
 };
-static_assert(sizeof(MatmulPush) == 36);
+static_assert(sizeof(MatmulPush) == 40);
+
+struct SplitSumPush {
+  std::uint32_t n = 0;
+  std::uint32_t splits = 0;
+  std::uint32_t vec4s = 0;
+};
+
+std::uint64_t tile_count(std::int64_t m, std::int64_t n, std::int64_t batches, std::int64_t tile) {
+  return static_cast<std::uint64_t>(((m + tile - 1) / tile) * ((n + tile - 1) / tile) * batches);
+}
+
+// The K ranges of a 2-D product with `tiles` output tiles: the most that keep the launch within
+// kTargetGroups workgroups, divide K evenly into ranges of at least kMinSplitK, and keep every
+// range a multiple of 16 (whole K slices of both tilings, vec4-aligned rows). 1: no split.
+std::int64_t choose_splits(std::uint64_t tiles, std::int64_t k) {
+  std::int64_t best = 1;
+  for (std::int64_t s = 2; static_cast<std::uint64_t>(s) * tiles <= kTargetGroups && k / s >= kMinSplitK; ++s) {
+    if (k % s == 0 && (k / s) % 16 == 0) best = s;
+  }
+  return best;
+}
 
 KernelLaunch plan_matmul(const Graph& graph, const Node& node) {
   const Shape& a = graph.type(node.inputs[0]).shape;
@@ -52,34 +87,56 @@ KernelLaunch plan_matmul(const Graph& graph, const Node& node) {
                 graph.type(node.inputs[1]).to_string() + " exceed the shader's 32-bit indexing");
   }
 
+  const bool large = m >= kLargeTile && n >= kLargeTile && tile_count(m, n, batches, kLargeTile) >= kLargeTileMin;
+  const std::int64_t tile = large ? kLargeTile : kSmallTile;
+  const std::uint64_t tiles = tile_count(m, n, batches, tile);
+  const std::int64_t splits = batches == 1 && tiles < kTargetGroups ? choose_splits(tiles, k) : 1;
+  const std::int64_t k_range = k / std::max<std::int64_t>(splits, 1);  // K = 0: one range of 0
+
   MatmulPush push;
   push.m = static_cast<std::uint32_t>(m);
   push.n = static_cast<std::uint32_t>(n);
-  push.k = static_cast<std::uint32_t>(k);
-  push.batches = static_cast<std::uint32_t>(batches);
-  const bool large = m >= kLargeTile && n >= kLargeTile;
-  const std::int64_t tile = large ? kLargeTile : kSmallTile;
+  push.k = static_cast<std::uint32_t>(splits > 1 ? k_range : k);
+  push.batches = static_cast<std::uint32_t>(splits > 1 ? splits : batches);
   push.tiles_m = static_cast<std::uint32_t>((m + tile - 1) / tile);
   push.tiles_n = static_cast<std::uint32_t>((n + tile - 1) / tile);
-  push.a_batch_stride = static_cast<std::uint32_t>(m * k);
-  push.b_batch_stride = batched ? static_cast<std::uint32_t>(k * n) : 0u;
-  // vec4 rows: with K (N) a multiple of 4 every row and batch of A (B and C) starts on a vec4 of its
-  // binding. Only the large tiles use vec4; the small ones always move scalars.
-  push.flags = (large ? kFlagLarge : 0u) | (k % 4 == 0 ? kFlagVecA : 0u) | (n % 4 == 0 ? kFlagVecBC : 0u);
+  push.a_batch_stride = static_cast<std::uint32_t>(splits > 1 ? k_range : m * k);
+  push.b_batch_stride = splits > 1 ? static_cast<std::uint32_t>(k_range * n)
+                        : batched  ? static_cast<std::uint32_t>(k * n)
+                                   : 0u;
+  push.lda = static_cast<std::uint32_t>(k);
+  // vec4 rows: every row and batch of A (B and C) starts on a vec4 of its binding. Only the large
+  // tiles use vec4; the small ones always move scalars.
+  const bool vec_a = push.lda % 4 == 0 && push.a_batch_stride % 4 == 0;
+  push.flags = (large ? kFlagLarge : 0u) | (vec_a ? kFlagVecA : 0u) | (n % 4 == 0 ? kFlagVecBC : 0u);
 
   KernelLaunch launch;
   launch.shader = "matmul";
-  launch.bindings = {node.inputs[0], node.inputs[1], node.output};
+  launch.bindings = {node.inputs[0], node.inputs[1], splits > 1 ? kScratch : node.output};
   // K = 0: the operands are empty (a zero-byte binding is invalid) and never read; the shader
   // writes zeros. Bind the output in their slots.
   if (k == 0) launch.bindings = {node.output, node.output, node.output};
   append_pod(launch.push, push);
-  const std::uint64_t tiles = std::uint64_t{push.tiles_m} * push.tiles_n * push.batches;
-  if (tiles > std::numeric_limits<std::uint32_t>::max()) {
-    throw Error("Vulkan kernel for 'matmul': " + std::to_string(tiles) + " output tiles exceed 32-bit indexing");
+  const std::uint64_t groups = tiles * static_cast<std::uint64_t>(splits);
+  if (groups > std::numeric_limits<std::uint32_t>::max()) {
+    throw Error("Vulkan kernel for 'matmul': " + std::to_string(groups) + " output tiles exceed 32-bit indexing");
   }
-  launch.items = tiles * kGroupSize;  // 0 when the output is empty: the executor skips the dispatch
+  launch.items = groups * kGroupSize;  // 0 when the output is empty: the executor skips the dispatch
   launch.group_size = kGroupSize;
+  if (splits > 1) {
+    const std::uint64_t outputs = static_cast<std::uint64_t>(m * n);
+    launch.scratch_bytes = 4 * outputs * static_cast<std::uint64_t>(splits);
+    launch.label = "matmul (split-K x" + std::to_string(splits) + ")";
+    KernelLaunch sum;
+    sum.shader = "matmul_split_sum";
+    sum.label = "matmul (split-K sum)";
+    sum.bindings = {kScratch, node.output};
+    const SplitSumPush sum_push{static_cast<std::uint32_t>(outputs), static_cast<std::uint32_t>(splits),
+                                outputs % 4 == 0 ? 1u : 0u};
+    append_pod(sum.push, sum_push);
+    sum.items = outputs % 4 == 0 ? outputs / 4 : outputs;
+    launch.then.push_back(std::move(sum));
+  }
   return launch;
 }
 

@@ -23,4 +23,10 @@ const KernelPlanTable& kernel_plan_table() {
   return table;
 }
 
+std::vector<const KernelLaunch*> launch_steps(const KernelLaunch& launch) {
+  std::vector<const KernelLaunch*> steps{&launch};
+  for (const KernelLaunch& next : launch.then) steps.push_back(&next);
+  return steps;
+}
+
 }  // namespace tg::vk

@@ -1,0 +1,143 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+// A run of elementwise f32 ops over one shape, fused into one dispatch (src/vk/fusion.cpp builds
+// the launch). The program is specialization constants, so the driver compiles each distinct
+// program into straight-line code: every switch on an op code, every register index and every
+// unused input, output or step folds away, and the intermediates live in registers only.
+//
+// Registers: 0..NUM_INPUTS-1 hold the inputs (a one-element input is broadcast: read once per
+// invocation), MAX_INPUTS + s holds step s's result. A step word is
+//   op | a << 8 | b << 16 | clamp << 24
+// with op < UNARY an ew_binary code (of registers a, b) and op >= UNARY an ew_unary code + UNARY (of
+// register a; clamp picks its bounds in the push constants). The math is elementwise_math.glsl, as
+// in the per-op kernels, so every element gets the same bits as the unfused launches.
+//
+// Layout as in elementwise_binary.comp's fast path: one vec4 of every input and output per
+// invocation (grid-stride past 65535 groups), then the n % 4 trailing elements one per invocation.
+// Each vec4 runs the program once per lane, as four independent scalar programs.
+
+layout(local_size_x = 256) in;
+
+const uint MAX_INPUTS = 12u;
+const uint MAX_OUTPUTS = 4u;
+const uint MAX_STEPS = 24u;
+const uint MAX_CLAMPS = 4u;
+const uint UNARY = 16u;
+
+layout(constant_id = 0) const uint NUM_STEPS = 0u;
+layout(constant_id = 1) const uint NUM_INPUTS = 0u;
+layout(constant_id = 2) const uint SCALAR_INPUTS = 0u;  // bit k: input k has one element
+layout(constant_id = 3) const uint NUM_OUTPUTS = 0u;
+layout(constant_id = 4) const uint OUTPUT_REGS = 0u;  // byte o: the register output o stores
+layout(constant_id = 5) const uint P0 = 0u;
+layout(constant_id = 6) const uint P1 = 0u;
+layout(constant_id = 7) const uint P2 = 0u;
+layout(constant_id = 8) const uint P3 = 0u;
+layout(constant_id = 9) const uint P4 = 0u;
+layout(constant_id = 10) const uint P5 = 0u;
+layout(constant_id = 11) const uint P6 = 0u;
+layout(constant_id = 12) const uint P7 = 0u;
+layout(constant_id = 13) const uint P8 = 0u;
+layout(constant_id = 14) const uint P9 = 0u;
+layout(constant_id = 15) const uint P10 = 0u;
+layout(constant_id = 16) const uint P11 = 0u;
+layout(constant_id = 17) const uint P12 = 0u;
+layout(constant_id = 18) const uint P13 = 0u;
+layout(constant_id = 19) const uint P14 = 0u;
+layout(constant_id = 20) const uint P15 = 0u;
+layout(constant_id = 21) const uint P16 = 0u;
+layout(constant_id = 22) const uint P17 = 0u;
+layout(constant_id = 23) const uint P18 = 0u;
+layout(constant_id = 24) const uint P19 = 0u;
+layout(constant_id = 25) const uint P20 = 0u;
+layout(constant_id = 26) const uint P21 = 0u;
+layout(constant_id = 27) const uint P22 = 0u;
+layout(constant_id = 28) const uint P23 = 0u;
+
+layout(push_constant) uniform Push {
+  uint n;  // elements of every non-broadcast input and every output
+  float lo[MAX_CLAMPS];
+  float hi[MAX_CLAMPS];
+} pc;
+
+// Bindings 0..11: inputs (unused ones bound to input 0), 12..15: outputs (unused ones bound to
+// output 0); scalar and vec4 views of each (aliased descriptors).
+#define INPUT(k)                                                                  \
+  layout(std430, set = 0, binding = k) readonly buffer In##k { uint in##k[]; }; \
+  layout(std430, set = 0, binding = k) readonly buffer In##k##v { uvec4 in##k##v[]; };
+#define OUTPUT(o, b)                                                                 \
+  layout(std430, set = 0, binding = b) writeonly buffer Out##o { uint out##o[]; }; \
+  layout(std430, set = 0, binding = b) writeonly buffer Out##o##v { uvec4 out##o##v[]; };
+INPUT(0) INPUT(1) INPUT(2) INPUT(3) INPUT(4) INPUT(5)
+INPUT(6) INPUT(7) INPUT(8) INPUT(9) INPUT(10) INPUT(11)
+OUTPUT(0, 12) OUTPUT(1, 13) OUTPUT(2, 14) OUTPUT(3, 15)
+
+#include "elementwise_math.glsl"
+
+uvec4 X[MAX_INPUTS];   // the inputs' words at this position (a broadcast input's word in every lane)
+uvec4 Y[MAX_OUTPUTS];  // the outputs' words
+float R[MAX_INPUTS + MAX_STEPS];
+
+bool is_scalar(uint k) { return ((SCALAR_INPUTS >> k) & 1u) != 0u; }
+
+float step_value(uint word) {
+  const uint op = word & 0xFFu;
+  const float a = R[(word >> 8u) & 0xFFu];
+  const float b = R[(word >> 16u) & 0xFFu];
+  const uint c = word >> 24u;
+  if (op >= UNARY) return ew_unary(op - UNARY, a, pc.lo[c], pc.hi[c]);
+  return ew_binary(op, a, b);
+}
+
+#define RUN(s) \
+  if (s < NUM_STEPS) R[MAX_INPUTS + s] = step_value(P##s);
+
+// Lane c of X through the program into lane c of Y.
+void run_lane(uint c) {
+  [[unroll]] for (uint k = 0u; k < MAX_INPUTS; ++k) {
+    if (k < NUM_INPUTS) R[k] = uintBitsToFloat(X[k][c]);
+  }
+  RUN(0) RUN(1) RUN(2) RUN(3) RUN(4) RUN(5)
+  RUN(6) RUN(7) RUN(8) RUN(9) RUN(10) RUN(11)
+  RUN(12) RUN(13) RUN(14) RUN(15) RUN(16) RUN(17)
+  RUN(18) RUN(19) RUN(20) RUN(21) RUN(22) RUN(23)
+  [[unroll]] for (uint o = 0u; o < MAX_OUTPUTS; ++o) {
+    if (o < NUM_OUTPUTS) Y[o][c] = floatBitsToUint(R[(OUTPUT_REGS >> (8u * o)) & 0xFFu]);
+  }
+}
+
+#define LOAD_SCALAR(k) \
+  if (k < NUM_INPUTS && is_scalar(k)) X[k] = uvec4(in##k[0]);
+#define LOAD4(k) \
+  if (k < NUM_INPUTS && !is_scalar(k)) X[k] = in##k##v[v];
+#define LOAD1(k) \
+  if (k < NUM_INPUTS && !is_scalar(k)) X[k] = uvec4(in##k[i]);
+#define STORE4(o) \
+  if (o < NUM_OUTPUTS) out##o##v[v] = Y[o];
+#define STORE1(o) \
+  if (o < NUM_OUTPUTS) out##o[i] = Y[o].x;
+
+void main() {
+  LOAD_SCALAR(0) LOAD_SCALAR(1) LOAD_SCALAR(2) LOAD_SCALAR(3) LOAD_SCALAR(4) LOAD_SCALAR(5)
+  LOAD_SCALAR(6) LOAD_SCALAR(7) LOAD_SCALAR(8) LOAD_SCALAR(9) LOAD_SCALAR(10) LOAD_SCALAR(11)
+  const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  const uint gid = gl_GlobalInvocationID.x;
+  const uint n4 = pc.n / 4u;
+  for (uint v = gid; v < n4; v += step) {
+    LOAD4(0) LOAD4(1) LOAD4(2) LOAD4(3) LOAD4(4) LOAD4(5)
+    LOAD4(6) LOAD4(7) LOAD4(8) LOAD4(9) LOAD4(10) LOAD4(11)
+    run_lane(0u);
+    run_lane(1u);
+    run_lane(2u);
+    run_lane(3u);
+    STORE4(0) STORE4(1) STORE4(2) STORE4(3)
+  }
+  const uint i = 4u * n4 + gid;
+  if (i < pc.n) {
+    LOAD1(0) LOAD1(1) LOAD1(2) LOAD1(3) LOAD1(4) LOAD1(5)
+    LOAD1(6) LOAD1(7) LOAD1(8) LOAD1(9) LOAD1(10) LOAD1(11)
+    run_lane(0u);
+    STORE1(0) STORE1(1) STORE1(2) STORE1(3)
+  }
+}

@@ -1,0 +1,308 @@
+// Elementwise fusion (see fusion.h): runs of elementwise f32 nodes over one shape become one launch
+// of shaders/fused_elementwise.comp, whose program travels in specialization constants.
+#include "vk/fusion.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tg::vk {
+
+namespace {
+
+// The shader's limits (fused_elementwise.comp): its bindings are fixed, so they bound the inputs
+// and outputs, and its registers the steps.
+constexpr std::size_t kMaxInputs = 12;
+constexpr std::size_t kMaxOutputs = 4;
+constexpr std::size_t kMaxSteps = 24;
+constexpr std::size_t kMaxClamps = 4;
+constexpr std::uint32_t kUnary = 16;  // step op codes: ew_binary's, or ew_unary's + kUnary
+
+struct FusedPush {
+  std::uint32_t n = 0;
+  float lo[kMaxClamps] = {};
+  float hi[kMaxClamps] = {};
+};
+static_assert(sizeof(FusedPush) == 36);
+
+// The op's code in elementwise_math.glsl (the per-op kernels push the same codes).
+std::optional<std::uint32_t> op_code(OpId op) {
+  switch (op) {
+    case OpId::Add:
+      return 0;
+    case OpId::Sub:
+      return 1;
+    case OpId::Mul:
+      return 2;
+    case OpId::Div:
+      return 3;
+    case OpId::Minimum:
+      return 4;
+    case OpId::Maximum:
+      return 5;
+    case OpId::Neg:
+      return kUnary + 0;
+    case OpId::Abs:
+      return kUnary + 1;
+    case OpId::Square:
+      return kUnary + 2;
+    case OpId::Sqrt:
+      return kUnary + 3;
+    case OpId::Rsqrt:
+      return kUnary + 4;
+    case OpId::Exp:
+      return kUnary + 5;
+    case OpId::Log:
+      return kUnary + 6;
+    case OpId::Sin:
+      return kUnary + 7;
+    case OpId::Cos:
+      return kUnary + 8;
+    case OpId::Tanh:
+      return kUnary + 9;
+    case OpId::Sigmoid:
+      return kUnary + 10;
+    case OpId::Relu:
+      return kUnary + 11;
+    case OpId::Gelu:
+      return kUnary + 12;
+    case OpId::Silu:
+      return kUnary + 13;
+    case OpId::Clamp:
+      return kUnary + 14;
+    default:
+      return std::nullopt;
+  }
+}
+
+// Whether node n may join a run at all: an f32 op of the families above whose per-op launch is
+// the family kernel (a fused step reproduces that kernel's bits, no other's), every operand either
+// of the output's shape or a single element (broadcast), the output non-empty.
+std::optional<std::uint32_t> fusable_code(const Graph& graph, const Node& node, const KernelLaunch& launch) {
+  const auto code = op_code(node.op);
+  if (!code) return std::nullopt;
+  const char* family = *code < kUnary ? "elementwise_binary" : "elementwise_unary";
+  if (launch.shader != family || launch.items == 0 || !launch.then.empty() || launch.index_check ||
+      launch.scratch_bytes != 0 || !launch.extra_reads.empty()) {
+    return std::nullopt;
+  }
+  const TensorType& out = graph.type(node.output);
+  if (out.dtype != DType::f32 || out.size() <= 0 || out.size() > std::numeric_limits<std::uint32_t>::max()) {
+    return std::nullopt;
+  }
+  for (ValueId v : node.inputs) {
+    const TensorType& in = graph.type(v);
+    if (in.dtype != DType::f32 || !(in.shape == out.shape || in.size() == 1)) return std::nullopt;
+  }
+  return code;
+}
+
+// Per node of the graph: what the run search needs.
+struct NodeFacts {
+  std::optional<std::uint32_t> code;  // set when the node may join a run
+  bool constant = false;              // no inputs: its launch may stay where it is inside a run
+};
+
+// One run being assembled: its nodes in order, the outside values it reads and the registers of
+// the values its nodes produce. add() refuses a node that would break the shader's limits and
+// leaves the run unchanged then.
+class Run {
+ public:
+  explicit Run(const Graph& graph) : graph_(graph) {}
+
+  bool add(NodeId n, std::uint32_t code) {
+    const Node& node = graph_.node(n);
+    if (nodes_.size() == kMaxSteps) return false;
+    const bool clamp = node.op == OpId::Clamp;
+    if (clamp && clamps_ == kMaxClamps) return false;
+    std::vector<ValueId> fresh;
+    for (ValueId v : node.inputs) {
+      if (!registers_.contains(v) && std::find(fresh.begin(), fresh.end(), v) == fresh.end()) fresh.push_back(v);
+    }
+    if (inputs_.size() + fresh.size() > kMaxInputs) return false;
+    for (ValueId v : fresh) {
+      registers_.emplace(v, static_cast<std::uint32_t>(inputs_.size()));
+      inputs_.push_back(v);
+    }
+    std::uint32_t word = code;
+    word |= registers_.at(node.inputs[0]) << 8;
+    if (node.inputs.size() > 1) word |= registers_.at(node.inputs[1]) << 16;
+    if (clamp) {
+      push_.lo[clamps_] = static_cast<float>(node.attrs.real("lo"));
+      push_.hi[clamps_] = static_cast<float>(node.attrs.real("hi"));
+      word |= static_cast<std::uint32_t>(clamps_++) << 24;
+    }
+    registers_.emplace(node.output, static_cast<std::uint32_t>(kMaxInputs + nodes_.size()));
+    nodes_.push_back(n);
+    steps_.push_back(word);
+    return true;
+  }
+
+  const std::vector<NodeId>& nodes() const { return nodes_; }
+
+  // The launch on the run's last node: `written` are the values it stores (the last node's first).
+  KernelLaunch launch(const std::vector<ValueId>& written) const {
+    const TensorType& type = graph_.type(graph_.node(nodes_.back()).output);
+    FusedPush push = push_;
+    push.n = static_cast<std::uint32_t>(type.size());
+
+    std::uint32_t scalars = 0, output_registers = 0;
+    for (std::size_t k = 0; k < inputs_.size(); ++k) {
+      if (!(graph_.type(inputs_[k]).shape == type.shape)) scalars |= 1u << k;
+    }
+    for (std::size_t o = 0; o < written.size(); ++o) output_registers |= registers_.at(written[o]) << (8 * o);
+
+    KernelLaunch launch;
+    launch.shader = "fused_elementwise";
+    // The shader declares every binding: unused ones repeat a real one and are never touched.
+    launch.bindings = inputs_;
+    launch.bindings.resize(kMaxInputs, inputs_.front());
+    launch.bindings.insert(launch.bindings.end(), written.begin(), written.end());
+    launch.bindings.resize(kMaxInputs + kMaxOutputs, written.front());
+    launch.writes = kMaxOutputs;
+    append_pod(launch.push, push);
+    launch.items = std::max<std::uint64_t>(push.n / 4, push.n % 4);
+    launch.specialization = {static_cast<std::uint32_t>(nodes_.size()), static_cast<std::uint32_t>(inputs_.size()),
+                             scalars, static_cast<std::uint32_t>(written.size()), output_registers};
+    launch.specialization.insert(launch.specialization.end(), steps_.begin(), steps_.end());
+    launch.specialization.resize(5 + kMaxSteps, 0);
+    launch.label = "fused(";
+    for (std::size_t s = 0; s < nodes_.size(); ++s) {
+      launch.label += (s ? "," : "") + std::string(op_name(graph_.node(nodes_[s]).op));
+    }
+    launch.label += ")";
+    launch.extra_reads = inputs_;
+    return launch;
+  }
+
+ private:
+  const Graph& graph_;
+  std::vector<NodeId> nodes_;
+  std::vector<std::uint32_t> steps_;
+  std::vector<ValueId> inputs_;
+  std::map<ValueId, std::uint32_t> registers_;  // outside inputs and the run's own values
+  std::size_t clamps_ = 0;
+  FusedPush push_;
+};
+
+class Fuser {
+ public:
+  Fuser(const Graph& graph, std::vector<KernelLaunch> launches) : graph_(graph), launches_(std::move(launches)) {
+    const auto& nodes = graph.nodes();
+    facts_.resize(nodes.size());
+    last_use_.assign(graph.values().size(), kNoNode);
+    is_output_.assign(graph.values().size(), false);
+    for (std::size_t n = 0; n < nodes.size(); ++n) {
+      facts_[n].code = fusable_code(graph, nodes[n], launches_[n]);
+      facts_[n].constant = nodes[n].inputs.empty() && !facts_[n].code;
+      for (ValueId v : nodes[n].inputs) last_use_[static_cast<std::size_t>(v)] = static_cast<NodeId>(n);
+    }
+    for (const GraphOutput& out : graph.outputs()) is_output_[static_cast<std::size_t>(out.value)] = true;
+  }
+
+  std::vector<KernelLaunch> run() && {
+    const auto count = static_cast<NodeId>(graph_.nodes().size());
+    NodeId start = 0;
+    while (start < count) {
+      if (!facts_[static_cast<std::size_t>(start)].code) {
+        ++start;
+        continue;
+      }
+      const auto [window, breaker] = grow(start);
+      const std::size_t end = pick_end(window, breaker);
+      if (end > 0) emit({window.begin(), window.begin() + static_cast<std::ptrdiff_t>(end) + 1});
+      start = window[end] + 1;
+    }
+    return std::move(launches_);
+  }
+
+ private:
+  const std::optional<std::uint32_t>& code(NodeId n) const { return facts_[static_cast<std::size_t>(n)].code; }
+  const Shape& shape(NodeId n) const { return graph_.type(graph_.node(n).output).shape; }
+
+  // The run's values that must reach memory if it ends at `last`: those read later or by the
+  // caller, and always the last node's (so the launch writes something even for a dead chain).
+  std::vector<ValueId> written(const std::vector<NodeId>& run) const {
+    const NodeId last = run.back();
+    std::vector<ValueId> out{graph_.node(last).output};
+    for (NodeId n : run) {
+      const ValueId v = graph_.node(n).output;
+      if (n != last && (last_use_[static_cast<std::size_t>(v)] > last || is_output_[static_cast<std::size_t>(v)])) {
+        out.push_back(v);
+      }
+    }
+    return out;
+  }
+
+  // The longest run from `start` that the shader's step, input and clamp limits allow (constants in
+  // between stay outside it), and the fusable node that hit a limit (kNoNode if none did).
+  std::pair<std::vector<NodeId>, NodeId> grow(NodeId start) const {
+    Run run(graph_);
+    run.add(start, *code(start));
+    const auto count = static_cast<NodeId>(graph_.nodes().size());
+    for (NodeId n = start + 1; n < count; ++n) {
+      if (facts_[static_cast<std::size_t>(n)].constant) continue;
+      if (!code(n) || !(shape(n) == shape(start))) break;
+      if (!run.add(n, *code(n))) return {run.nodes(), n};
+    }
+    return {run.nodes(), kNoNode};
+  }
+
+  // Where to end the run in `window` (an index >= 1, or 0: no run): within the output limit, and,
+  // when a limit cut the window short, where the fewest values cross to the nodes after the cut
+  // (a cut between two independent chains, e.g. two params' optimizer updates, crosses none), then
+  // where the run writes the fewest values (not after the first node of the next chain, whose
+  // value would go through memory). Remaining ties go to the longest run.
+  std::size_t pick_end(const std::vector<NodeId>& window, NodeId breaker) const {
+    std::size_t best = 0;
+    std::pair<std::size_t, std::size_t> best_cost{std::numeric_limits<std::size_t>::max(), 0};
+    for (std::size_t e = window.size(); e-- > 1;) {
+      const std::vector<NodeId> run(window.begin(), window.begin() + static_cast<std::ptrdiff_t>(e) + 1);
+      const std::size_t writes = written(run).size();
+      if (writes > kMaxOutputs) continue;
+      std::vector<NodeId> after(window.begin() + static_cast<std::ptrdiff_t>(e) + 1, window.end());
+      if (breaker != kNoNode) after.push_back(breaker);
+      std::vector<ValueId> crossing;
+      for (NodeId n : after) {
+        for (ValueId v : graph_.node(n).inputs) {
+          const NodeId producer = graph_.value(v).producer;
+          if (producer != kNoNode && producer >= window.front() && producer <= window[e] && code(producer) &&
+              std::find(crossing.begin(), crossing.end(), v) == crossing.end()) {
+            crossing.push_back(v);
+          }
+        }
+      }
+      const std::pair<std::size_t, std::size_t> cost{crossing.size(), writes};
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = e;
+      }
+    }
+    return best;
+  }
+
+  void emit(const std::vector<NodeId>& nodes) {
+    Run run(graph_);
+    for (NodeId n : nodes) run.add(n, *code(n));
+    for (std::size_t k = 0; k + 1 < nodes.size(); ++k) launches_[static_cast<std::size_t>(nodes[k])].items = 0;
+    launches_[static_cast<std::size_t>(nodes.back())] = run.launch(written(nodes));
+  }
+
+  const Graph& graph_;
+  std::vector<KernelLaunch> launches_;
+  std::vector<NodeFacts> facts_;
+  std::vector<NodeId> last_use_;  // per value: the last node reading it (kNoNode: none)
+  std::vector<bool> is_output_;   // per value: a graph output
+};
+
+}  // namespace
+
+std::vector<KernelLaunch> fuse_elementwise(const Graph& graph, std::vector<KernelLaunch> launches) {
+  return Fuser(graph, std::move(launches)).run();
+}
+
+}  // namespace tg::vk
