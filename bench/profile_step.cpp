@@ -1,10 +1,13 @@
 // tg_profile_step: where one training step's device time goes. Compiles W1 and W2 (examples/
 // models.h) with tg::compile, takes the compiled step graph (forward, backward, optimizer) and runs
-// it as a vk::Program with per-dispatch timestamps, then prints the time per op kind, largest
+// it as a vk::Program with per-dispatch timestamps, then prints the mean wall time of one run without
+// timestamps (and, first, that of a one-dispatch program: the floor of a submit and wait), then the
+// time per op kind, largest
 // first. Inputs are placeholders of the right types (the params from the init, zeros elsewhere):
 // the kernels' timing does not depend on the values.
 //   tg_profile_step [W1|W2|W2_small]...     (default: all three)
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -27,6 +30,16 @@ TensorMap placeholder_inputs(const Graph& graph, const TensorMap& params) {
   return inputs;
 }
 
+// Mean wall time of one Program::run (no timestamps) over `runs`, after 3 warm-up runs: with the
+// device span it splits a step into device time and the rest (submit, wait, host conversions).
+double run_wall_us(vk::Program& program, const TensorMap& inputs, int runs) {
+  for (int warm = 0; warm < 3; ++warm) (void)program.run(inputs);
+  const auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < runs; ++r) (void)program.run(inputs);
+  const std::chrono::duration<double, std::micro> wall = std::chrono::steady_clock::now() - start;
+  return wall.count() / runs;
+}
+
 void profile(const std::string& name, const Graph& graph, const TensorMap& params,
              const std::shared_ptr<vk::Context>& ctx) {
   vk::Program program(ctx, graph, {.timestamps = true});
@@ -45,6 +58,9 @@ void profile(const std::string& name, const Graph& graph, const TensorMap& param
   std::printf("== %s on %s: %zu dispatches, %zu barriers, span %.1f us, sum of dispatches %.1f us\n", name.c_str(),
               ctx->info().name.c_str(), program.stats().dispatches, program.stats().barriers,
               program.dispatch_span_microseconds(), total);
+  vk::Program untimed(ctx, graph);
+  std::printf("Program::run wall without timestamps: %.1f us per run (mean of 200)\n",
+              run_wall_us(untimed, inputs, 200));
   std::printf("| op | dispatches | device us | share |\n|---|---|---|---|\n");
   for (const auto& [op, stat] : rows) {
     std::printf("| %s | %d | %.1f | %.1f%% |\n", op.c_str(), stat.first, stat.second, 100.0 * stat.second / total);
@@ -57,6 +73,16 @@ int main(int argc, char** argv) {
   std::vector<std::string> which(argv + 1, argv + argc);
   if (which.empty()) which = {"W1", "W2_small", "W2"};
   const auto ctx = vk::Context::create();
+  {
+    // The floor of one run: a one-element add, submitted and waited for.
+    GraphBuilder b("floor");
+    TracingScope scope(b);
+    b.output("y", add(b.input("x", {DType::f32, {1}}), b.input("z", {DType::f32, {1}})));
+    vk::Program floor(ctx, b.take());
+    const TensorMap inputs{{"x", HostTensor::f32({1}, {1.f})}, {"z", HostTensor::f32({1}, {2.f})}};
+    std::printf("== one-dispatch program: Program::run wall %.1f us per run (mean of 1000)\n",
+                run_wall_us(floor, inputs, 1000));
+  }
   for (const std::string& w : which) {
     if (w == "W1") {
       examples::Mlp model;

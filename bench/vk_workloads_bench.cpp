@@ -4,14 +4,21 @@
 //   vk/W5_softmax_8192x4096   softmax over the last axis (GB/s counting 8 bytes/element: read + write)
 // bench/pytorch_workloads.py --device cuda gives PyTorch's figures for the same workloads.
 //
-// Each program is a chain of `dispatches` copies of the op, each on the previous one's result
+// Each program is a chain of `length` copies of the op, each on the previous one's result
 // (x_{i+1} = x_i @ b, x_i + b, softmax(x_i)), so the dispatches run back to back on a busy GPU, as
 // PyTorch's timing loop runs its kernels: one dispatch after the host spent a second converting
-// inputs would be timed at idle clocks. The figure is the mean dispatch time from the timestamps
-// (ProgramOptions::timestamps), reported as the iteration time (UseManualTime); the counters are
-// the rate over every dispatch timed, "first_us" (the first dispatch of a run, the one after the
-// upload), "dispatches" (per run) and "wall_us" (one whole run(): input conversion and upload, all
-// dispatches, readback and conversion; dominated by the host side at these sizes).
+// inputs would be timed at idle clocks. The figure is the device time per op: the span from the
+// first dispatch's start to the last one's end (Program::dispatch_span_microseconds) divided by the
+// chain's length, reported as the iteration time (UseManualTime). The span counts the barriers
+// between dependent dispatches, as PyTorch's CUDA events count the gaps between its kernels; a sum
+// of per-dispatch timestamp intervals would not do: a TOP_OF_PIPE timestamp after a barrier may be
+// written before the barrier's wait ends, so on an H200 each interval of the add chain also covered
+// most of the previous dispatch (361 us per add summed, 186 us per add by the span). A split-K
+// matmul is two dispatches for one op, which is also why the span is divided by ops, not
+// dispatches. Counters: the rate, "first_us" (the first dispatch of a run, the one after the
+// upload), "dispatches" (recorded per run), "ops" (per run) and "wall_us" (one whole run(): input
+// conversion and upload, all dispatches, readback and conversion; dominated by the host side at
+// these sizes).
 // Before timing, one run's first result is checked against a host computation in double, so a
 // wrong fast path cannot post a figure. Iterations (runs) are fixed per workload: a run of 2^26
 // elements takes about a second on the host.
@@ -59,13 +66,13 @@ struct Workload {
   const char* rate_name = "";
 };
 
-// Builds the chain x_1 = op(x_0), ..., x_dispatches = op(x_{dispatches-1}); outputs "first" (x_1,
+// Builds the chain x_1 = op(x_0), ..., x_length = op(x_{length-1}); outputs "first" (x_1,
 // checked) and "last".
 template <class Op>
-Graph chain(GraphBuilder& b, const Tensor& x0, int dispatches, Op op) {
+Graph chain(GraphBuilder& b, const Tensor& x0, int length, Op op) {
   Tensor x = op(x0);
   b.output("first", x);
-  for (int i = 1; i < dispatches; ++i) x = op(x);
+  for (int i = 1; i < length; ++i) x = op(x);
   b.output("last", x);
   return b.take();
 }
@@ -140,13 +147,13 @@ std::string check_softmax(const TensorMap& inputs, const HostTensor& out) {
   return "";
 }
 
-std::unique_ptr<Workload> matmul_workload(std::int64_t n, int dispatches) {
+std::unique_ptr<Workload> matmul_workload(std::int64_t n, int length) {
   auto w = std::make_unique<Workload>();
   GraphBuilder b("w3_matmul");
   TracingScope scope(b);
   const Tensor a = b.input("a", {DType::f32, {n, n}});
   const Tensor m = b.input("b", {DType::f32, {n, n}});
-  w->graph = chain(b, a, dispatches, [&](const Tensor& x) { return matmul(x, m); });
+  w->graph = chain(b, a, length, [&](const Tensor& x) { return matmul(x, m); });
   const auto count = static_cast<std::size_t>(n * n);
   w->inputs.emplace("a", HostTensor::f32({n, n}, random_floats(count, 1)));
   // Entries of variance 1/n: every product in the chain keeps the magnitude of `a`.
@@ -160,14 +167,14 @@ std::unique_ptr<Workload> matmul_workload(std::int64_t n, int dispatches) {
   return w;
 }
 
-std::unique_ptr<Workload> add_workload(int dispatches) {
+std::unique_ptr<Workload> add_workload(int length) {
   constexpr std::int64_t n = std::int64_t{1} << 26;
   auto w = std::make_unique<Workload>();
   GraphBuilder b("w4_add");
   TracingScope scope(b);
   const Tensor a = b.input("a", {DType::f32, {n}});
   const Tensor y = b.input("b", {DType::f32, {n}});
-  w->graph = chain(b, a, dispatches, [&](const Tensor& x) { return add(x, y); });
+  w->graph = chain(b, a, length, [&](const Tensor& x) { return add(x, y); });
   w->inputs.emplace("a", HostTensor::f32({n}, random_floats(n, 3)));
   w->inputs.emplace("b", HostTensor::f32({n}, random_floats(n, 4)));
   w->check = check_add;
@@ -176,14 +183,14 @@ std::unique_ptr<Workload> add_workload(int dispatches) {
   return w;
 }
 
-std::unique_ptr<Workload> softmax_workload(int dispatches) {
+std::unique_ptr<Workload> softmax_workload(int length) {
   constexpr std::int64_t rows = 8192;
   constexpr std::int64_t cols = 4096;
   auto w = std::make_unique<Workload>();
   GraphBuilder b("w5_softmax");
   TracingScope scope(b);
   const Tensor x0 = b.input("x", {DType::f32, {rows, cols}});
-  w->graph = chain(b, x0, dispatches, [](const Tensor& x) { return softmax(x, -1); });
+  w->graph = chain(b, x0, length, [](const Tensor& x) { return softmax(x, -1); });
   w->inputs.emplace("x", HostTensor::f32({rows, cols}, random_floats(rows * cols, 5)));
   w->check = check_softmax;
   w->work = 8.0 * static_cast<double>(rows * cols);
@@ -191,8 +198,8 @@ std::unique_ptr<Workload> softmax_workload(int dispatches) {
   return w;
 }
 
-void run_workload(benchmark::State& state, int dispatches,
-                  const std::function<std::unique_ptr<Workload>(int dispatches)>& make) {
+void run_workload(benchmark::State& state, int length,
+                  const std::function<std::unique_ptr<Workload>(int length)>& make) {
   // A fresh context (device selection as everywhere: TG_VK_DEVICE) for each benchmark, so no
   // workload runs on memory another one allocated and freed.
   std::shared_ptr<vk::Context> ctx;
@@ -205,8 +212,11 @@ void run_workload(benchmark::State& state, int dispatches,
   std::unique_ptr<Workload> w;
   std::unique_ptr<vk::Program> program;
   try {
-    w = make(dispatches);
-    program = std::make_unique<vk::Program>(ctx, w->graph, vk::ProgramOptions{.timestamps = true});
+    w = make(length);
+    // Unfused: each workload times one kernel per op (fusion would turn the add chain into one
+    // dispatch that reads b once and writes one result).
+    program =
+        std::make_unique<vk::Program>(ctx, w->graph, vk::ProgramOptions{.timestamps = true, .fuse_elementwise = false});
     // Untimed first run: pipelines warm, and the result checked.
     const TensorMap out = program->run(w->inputs);
     const std::string wrong = w->check(w->inputs, out.at("first"));
@@ -219,47 +229,45 @@ void run_workload(benchmark::State& state, int dispatches,
     return;
   }
 
-  double dispatch_us = 0;  // every dispatch timed
-  double first_us = 0;     // the first dispatch of each run
+  const auto ops = static_cast<double>(length);
+  double span_us = 0;   // first dispatch start to last dispatch end, summed over runs
+  double first_us = 0;  // the first dispatch of each run
   double wall_seconds = 0;
-  std::size_t timed = 0;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
     TensorMap out = program->run(w->inputs);
     const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start;
     benchmark::DoNotOptimize(out);
-    const std::vector<vk::DispatchTiming> times = program->timings();
-    double run_us = 0;
-    for (const vk::DispatchTiming& t : times) run_us += t.microseconds;
-    state.SetIterationTime(run_us / static_cast<double>(times.size()) * 1e-6);
-    dispatch_us += run_us;
-    first_us += times.front().microseconds;
-    timed += times.size();
+    const double run_span = program->dispatch_span_microseconds();
+    state.SetIterationTime(run_span / ops * 1e-6);
+    span_us += run_span;
+    first_us += program->timings().front().microseconds;
     wall_seconds += wall.count();
   }
   // Plain counters computed here, not rate counters: no dependence on which time Google Benchmark
   // divides a rate by.
   const auto runs = static_cast<double>(state.iterations());
-  state.counters[w->rate_name] = w->work * static_cast<double>(timed) / (dispatch_us * 1e-6) * 1e-9;
+  state.counters[w->rate_name] = w->work * ops * runs / (span_us * 1e-6) * 1e-9;
   state.counters["first_us"] = first_us / runs;
-  state.counters["dispatches"] = static_cast<double>(dispatches);
+  state.counters["dispatches"] = static_cast<double>(program->stats().dispatches);
+  state.counters["ops"] = ops;
   state.counters["wall_us"] = wall_seconds / runs * 1e6;
   state.SetLabel(ctx->info().name);
 }
 
 void register_all() {
-  // {n, dispatches per run, runs}: about the same device time per run for each size.
+  // {n, chain length, runs}: about the same device time per run for each size.
   struct Size {
     std::int64_t n;
-    int dispatches;
+    int length;
     int runs;
   };
   for (const Size& size : {Size{1024, 20, 10}, Size{2048, 12, 5}, Size{4096, 6, 3}, Size{8192, 3, 2}}) {
     // The workload is built when the benchmark runs, so a filtered-out one costs nothing.
     const std::int64_t n = size.n;
     benchmark::RegisterBenchmark(("vk/W3_matmul/" + std::to_string(n)).c_str(),
-                                 [n, dispatches = size.dispatches](benchmark::State& state) {
-                                   run_workload(state, dispatches, [n](int r) { return matmul_workload(n, r); });
+                                 [n, length = size.length](benchmark::State& state) {
+                                   run_workload(state, length, [n](int r) { return matmul_workload(n, r); });
                                  })
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)

@@ -1,0 +1,96 @@
+#version 450
+// A frozen copy of shaders/elementwise_binary.comp (the executor's binary elementwise kernel), so
+// the probe's baseline is the shipped kernel even if the tree's version changes later. Everything
+// below is the original code; only the header comment differs.
+
+layout(local_size_x = 256) in;
+
+const uint MAX_RANK = 6;
+layout(push_constant) uniform Push {
+  uint op;
+  uint n;       // output elements
+  uint rank;    // axes of the (collapsed) output shape, 0..6
+  uint flags;   // bit k < 3: input k is read at the output index (same shape, no broadcast);
+                // bit 3 (CONTIGUOUS): the vec4 fast path
+  uint shape[MAX_RANK];
+  uint stride0[MAX_RANK];
+  uint stride1[MAX_RANK];
+  uint stride2[MAX_RANK];
+} pc;
+
+// Scalar and vec4 views of the same bindings (aliased descriptors).
+layout(std430, set = 0, binding = 0) readonly buffer In0 { uint in0[]; };
+layout(std430, set = 0, binding = 0) readonly buffer In0v { uvec4 in0v[]; };
+layout(std430, set = 0, binding = 1) readonly buffer In1 { uint in1[]; };
+layout(std430, set = 0, binding = 1) readonly buffer In1v { uvec4 in1v[]; };
+layout(std430, set = 0, binding = 2) readonly buffer In2 { uint in2[]; };
+layout(std430, set = 0, binding = 2) readonly buffer In2v { uvec4 in2v[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer Out { uint outv[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer Outv { uvec4 outvv[]; };
+
+const uint FLAG_CONTIGUOUS = 8u;
+
+const uint OP_ADD = 0, OP_SUB = 1, OP_MUL = 2, OP_DIV = 3, OP_MINIMUM = 4, OP_MAXIMUM = 5;
+const uint OP_LESS = 6, OP_GREATER = 7, OP_EQUAL = 8, OP_WHERE = 9;
+
+uvec3 source_offsets(uint i) {
+  uvec3 off = uvec3(0);
+  for (int d = int(pc.rank) - 1; d >= 0; --d) {
+    const uint extent = pc.shape[d];
+    const uint q = i / extent;
+    const uint r = i - q * extent;
+    i = q;
+    off += r * uvec3(pc.stride0[d], pc.stride1[d], pc.stride2[d]);
+  }
+  return off;
+}
+
+// The op on one element's words (w2 only for where).
+uint combine(uint w0, uint w1, uint w2) {
+  if (pc.op == OP_WHERE) return w0 != 0u ? w1 : w2;
+  const float a = uintBitsToFloat(w0);
+  const float b = uintBitsToFloat(w1);
+  float r = 0.0;
+  switch (pc.op) {
+    case OP_ADD: r = a + b; break;
+    case OP_SUB: r = a - b; break;
+    case OP_MUL: r = a * b; break;
+    case OP_DIV: r = a / b; break;
+    // NaN in b wins, as in the interpreter (and NaN in a stays since no comparison picks b).
+    case OP_MINIMUM: r = (b < a || isnan(b)) ? b : a; break;
+    case OP_MAXIMUM: r = (b > a || isnan(b)) ? b : a; break;
+    case OP_LESS: return a < b ? 1u : 0u;
+    case OP_GREATER: return a > b ? 1u : 0u;
+    case OP_EQUAL: return a == b ? 1u : 0u;
+  }
+  return floatBitsToUint(r);
+}
+
+uvec4 combine4(uvec4 a, uvec4 b, uvec4 c) {
+  return uvec4(combine(a.x, b.x, c.x), combine(a.y, b.y, c.y), combine(a.z, b.z, c.z), combine(a.w, b.w, c.w));
+}
+
+void contiguous() {
+  const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  const uint gid = gl_GlobalInvocationID.x;
+  const uint n4 = pc.n / 4u;
+  const bool three = pc.op == OP_WHERE;  // the third binding is a placeholder for two-input ops
+  for (uint v = gid; v < n4; v += step) outvv[v] = combine4(in0v[v], in1v[v], three ? in2v[v] : uvec4(0u));
+  const uint tail = 4u * n4 + gid;
+  if (tail < pc.n) outv[tail] = combine(in0[tail], in1[tail], three ? in2[tail] : 0u);
+}
+
+void main() {
+  if ((pc.flags & FLAG_CONTIGUOUS) != 0u) {
+    contiguous();
+    return;
+  }
+  const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint i = gl_GlobalInvocationID.x; i < pc.n; i += step) {
+    uvec3 off = (pc.flags == 7u) ? uvec3(i) : source_offsets(i);
+    if ((pc.flags & 1u) != 0u) off.x = i;
+    if ((pc.flags & 2u) != 0u) off.y = i;
+    if ((pc.flags & 4u) != 0u) off.z = i;
+    outv[i] = combine(in0[off.x], in1[off.y], pc.op == OP_WHERE ? in2[off.z] : 0u);
+  }
+}

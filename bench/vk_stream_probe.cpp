@@ -1,0 +1,249 @@
+// tg_vk_stream_probe: why does the executor's streaming add of 2^26 floats (W4) reach ~2.2 TB/s on
+// an H200 where PyTorch's CUDA add reaches ~4.0 TB/s? Each variant changes one suspect at a time:
+// memory layout (power-of-two offsets in one allocation, separate allocations), kernel code (the
+// repo kernel's uvec4 + op switch + grid-stride loop, plain float vec4, scalar, vec4s per
+// invocation, restrict), launch shape (workgroup size, persistent grids), barriers between
+// dispatches, and the timing method itself (per-dispatch TOP/BOTTOM timestamps as the executor
+// writes them, against two timestamps around the whole chain). vkCmdCopyBuffer and vkCmdFillBuffer
+// give the device's own streaming rate as a reference.
+//
+//   tg_vk_stream_probe [--n ELEMENTS] [--dispatches 20] [--repeats 5] [--sms 132] [--out PATH]
+//
+// Per variant: one submission checks the result (outputs poisoned with NaN first, a guard after
+// each output), then `repeats` submissions of the chain with per-dispatch timestamps and `repeats`
+// with timestamps only around the chain. Columns: median and min per-dispatch time of dispatches
+// 2..D (the first is reported apart: it runs after the idle gap of the host's wait), chain =
+// (last end - first start) / D with per-dispatch stamps, ends = the same without them. GB/s counts
+// 12 bytes per element for an add, 8 for a copy, 4 for a fill.
+#include "vk_stream_probe.h"
+
+#include <vulkan/vulkan.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tensorgrad/vk/context.h"
+
+// Generated at build time by glslangValidator --vn (bench/CMakeLists.txt).
+#include "probe_spv/probe_repo_binary.h"
+#include "probe_spv/probe_scalar.h"
+#include "probe_spv/probe_vec4.h"
+#include "probe_spv/probe_vec4_copy.h"
+#include "probe_spv/probe_vec4_restrict.h"
+
+namespace {
+
+using namespace tg_probe;
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (i + 1 >= argc) throw tg::Error("missing value after " + arg);
+    const std::string value = argv[++i];
+    if (arg == "--n")
+      o.n = std::stoull(value);
+    else if (arg == "--dispatches")
+      o.dispatches = std::stoi(value);
+    else if (arg == "--repeats")
+      o.repeats = std::stoi(value);
+    else if (arg == "--sms")
+      o.sms = static_cast<std::uint32_t>(std::stoul(value));
+    else if (arg == "--out")
+      o.out = value;
+    else
+      throw tg::Error("unknown option " + arg);
+  }
+  if (o.n == 0 || o.n % 4 != 0 || o.n > 0xFFFFFFFFull)
+    throw tg::Error("--n must be a positive multiple of 4 below 2^32");
+  if (o.dispatches < 1 || o.repeats < 1 || o.sms < 1) throw tg::Error("--dispatches, --repeats, --sms must be >= 1");
+  return o;
+}
+
+// Groups as a 2-D grid whose x * y is as close to `groups` as the 65535-per-axis limit allows, so
+// the kernels' bounds checks retire at most a few empty groups (2^16 groups -> 32768 x 2).
+std::array<std::uint32_t, 3> grid_2d(std::uint64_t groups) {
+  const std::uint64_t y = (groups + 65534) / 65535;
+  return {static_cast<std::uint32_t>((groups + y - 1) / y), static_cast<std::uint32_t>(y), 1};
+}
+
+std::string memory_flags(VkMemoryPropertyFlags f) {
+  std::string s;
+  if (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) s += "device_local ";
+  if (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) s += "host_visible ";
+  if (f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) s += "host_coherent ";
+  if (f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) s += "host_cached ";
+  return s.empty() ? "none" : s;
+}
+
+// Deterministic inputs in [-1, 1): a hash per index, far faster than a std:: distribution at 2^26.
+std::vector<float> inputs(std::uint64_t n, std::uint64_t seed) {
+  std::vector<float> v(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    std::uint64_t z = (i + seed) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ull;
+    v[i] = float((z >> 40) & 0xFFFFFF) / float(1 << 23) - 1.f;
+  }
+  return v;
+}
+
+int probe(const Options& opt) {
+  tg::vk::ContextOptions options;
+  options.pipeline_cache_dir = "";  // the probe's pipelines are no business of the user's cache
+  // Printed as they arrive, so messages from the teardown (leaks) show too.
+  options.on_validation_message = [](const std::string& m) { std::fprintf(stderr, "validation: %s\n", m.c_str()); };
+  const Ctx ctx = tg::vk::Context::create(options);
+  const tg::vk::DeviceInfo& info = ctx->info();
+  if (!info.timestamps_supported) throw tg::Error(info.name + " has no timestamps on its compute queue");
+  if (opt.n * 4 > info.max_storage_buffer_range) throw tg::Error("--n exceeds maxStorageBufferRange per binding");
+  Probe p(ctx, opt);
+  const VkDeviceSize s = p.slot();
+
+  // The executor's layout: one allocation, values packed back to back (a, b, c at 0, 256, 512 MiB
+  // for 2^26 floats: power-of-two apart). Then the same with odd padding, and one allocation each.
+  Layout one{"1buf"}, pad{"1buf_pad"}, sep{"3alloc"}, ded{"3alloc_dedicated"}, distinct{"distinct_out"};
+  const VkBuffer big = p.buffer(3 * s + k_guard);
+  one.a = {big, 0};
+  one.b = {big, s};
+  one.outs = {{big, 2 * s}};
+  const VkDeviceSize pad_b = 68 * 1024, pad_c = 204 * 1024;
+  const VkBuffer padded = p.buffer(3 * s + pad_c + k_guard);
+  pad.a = {padded, 0};
+  pad.b = {padded, s + pad_b};
+  pad.outs = {{padded, 2 * s + pad_c}};
+  for (Layout* l : {&sep, &ded}) {
+    l->a = {p.buffer(s + k_guard, l == &ded), 0};
+    l->b = {p.buffer(s + k_guard, l == &ded), 0};
+    l->outs = {{p.buffer(s + k_guard, l == &ded), 0}};
+  }
+  // One output per dispatch, so the chain needs no barriers (no hazards): what barriers cost.
+  distinct.a = one.a;
+  distinct.b = one.b;
+  for (int i = 0; i < opt.dispatches; ++i) distinct.outs.push_back({p.buffer(s + k_guard), 0});
+  for (Layout* l : {&one, &pad, &sep, &ded, &distinct}) p.add_sets(*l);
+
+  const VkMemoryType type = ctx->memory_properties().memoryTypes[p.memory_type()];
+  std::printf("device: %s\n", info.summary().c_str());
+  std::printf(
+      "timestamp period %.3f ns, subgroup %u, maxStorageBufferRange %llu, minStorageBufferOffsetAlignment "
+      "%llu\nmemory type %u: %s(heap %u, %llu MiB)\n",
+      info.timestamp_period, info.subgroup_size, (unsigned long long)info.max_storage_buffer_range,
+      (unsigned long long)info.min_storage_buffer_offset_alignment, p.memory_type(),
+      memory_flags(type.propertyFlags).c_str(), type.heapIndex,
+      (unsigned long long)(ctx->memory_properties().memoryHeaps[type.heapIndex].size >> 20));
+  std::printf("n = %llu floats (%.1f MiB per tensor), %d dispatches per chain, %d repeats\n", (unsigned long long)opt.n,
+              double(opt.n) * 4 / 1048576, opt.dispatches, opt.repeats);
+  std::fflush(stdout);
+
+  const std::vector<float> a = inputs(opt.n, 1), b = inputs(opt.n, 2);
+  p.upload(a, {one.a, pad.a, sep.a, ded.a});
+  p.upload(b, {one.b, pad.b, sep.b, ded.b});
+
+  const std::uint64_t n4 = opt.n / 4;
+  const std::span<const std::uint32_t> repo(k_probe_repo_binary), vec4(k_probe_vec4), scalar(k_probe_scalar),
+      restrict_vec4(k_probe_vec4_restrict), copy_vec4(k_probe_vec4_copy);
+  std::vector<Variant> variants;
+  auto add = [&](std::string name, Layout& l, std::span<const std::uint32_t> spirv, std::uint32_t wg, std::uint32_t vpi,
+                 std::uint64_t cap) {
+    Variant v{std::move(name)};
+    v.layout = &l;
+    const std::uint64_t items = spirv.data() == scalar.data() ? opt.n : n4;
+    const std::uint64_t groups = (items + std::uint64_t{wg} * vpi - 1) / (std::uint64_t{wg} * vpi);
+    // cap > 0: a 1-D grid-stride grid of at most `cap` groups, as the executor launches the repo kernel.
+    v.groups =
+        cap ? std::array<std::uint32_t, 3>{static_cast<std::uint32_t>(std::min(groups, cap)), 1, 1} : grid_2d(groups);
+    if (wg > info.max_compute_work_group_invocations || wg > info.max_compute_work_group_size[0])
+      v.skip = "workgroup " + std::to_string(wg) + " above the device limit";
+    else
+      v.pipeline = p.pipeline(spirv, wg, vpi, cap > 0 && spirv.data() != repo.data());
+    variants.push_back(v);
+  };
+  const std::uint64_t persist_small = 8ull * opt.sms, persist_large = 16ull * opt.sms;
+  add("repo_1buf (baseline)", one, repo, 256, 1, 65535);
+  add("repo_1buf_pad", pad, repo, 256, 1, 65535);
+  add("repo_3alloc", sep, repo, 256, 1, 65535);
+  add("repo_3alloc_dedicated", ded, repo, 256, 1, 65535);
+  add("scalar_wg256_2d", one, scalar, 256, 1, 0);
+  for (std::uint32_t wg : {128u, 256u, 512u, 1024u}) add("vec4_wg" + std::to_string(wg) + "_2d", one, vec4, wg, 1, 0);
+  add("vec4x2_wg256_2d", one, vec4, 256, 2, 0);
+  add("vec4x4_wg256_2d", one, vec4, 256, 4, 0);
+  add("vec4_restrict_wg256_2d", one, restrict_vec4, 256, 1, 0);
+  add("vec4x4_restrict_wg256_2d", one, restrict_vec4, 256, 4, 0);
+  add("vec4_gridstride_65535", one, vec4, 256, 1, 65535);
+  add("repo_persist_" + std::to_string(persist_small), one, repo, 256, 1, persist_small);
+  add("repo_persist_" + std::to_string(persist_large), one, repo, 256, 1, persist_large);
+  add("vec4_persist_" + std::to_string(persist_small), one, vec4, 256, 1, persist_small);
+  add("vec4_persist_" + std::to_string(persist_large), one, vec4, 256, 1, persist_large);
+  add("vec4_wg256_2d_1buf_pad", pad, vec4, 256, 1, 0);
+  add("vec4_wg256_2d_3alloc", sep, vec4, 256, 1, 0);
+  add("repo_nobarrier_distinct_out", distinct, repo, 256, 1, 65535);
+  variants.back().barriers = false;
+  add("vec4_copy_wg256_2d", one, copy_vec4, 256, 1, 0);
+  variants.back().expect = Expect::copy_a;
+  variants.back().bytes_per_element = 8;
+  variants.push_back({"copy_buffer", Kind::copy, Expect::copy_a, 8, &one});
+  variants.push_back({"fill_buffer", Kind::fill, Expect::fill, 4, &one});
+  add("repo_1buf_again (drift)", one, repo, 256, 1, 65535);
+
+  std::FILE* csv = opt.out.empty() ? nullptr : std::fopen(opt.out.c_str(), "w");
+  if (!opt.out.empty() && !csv) throw tg::Error("cannot write " + opt.out);
+  if (csv) {
+    std::fprintf(csv, "# device=%s; n=%llu; dispatches=%d; repeats=%d\n", info.name.c_str(), (unsigned long long)opt.n,
+                 opt.dispatches, opt.repeats);
+    std::fprintf(csv,
+                 "variant,layout,groups_x,groups_y,bytes_per_element,check,first_us,median_us,mean_us,min_us,"
+                 "chain_us,ends_us,gbps_median,gbps_ends\n");
+  }
+  std::printf("%-30s %10s %8s %10s %10s %10s %10s %8s  %s\n", "variant", "median_us", "GB/s", "min_us", "first_us",
+              "chain_us", "ends_us", "ends_GB/s", "check  grid");
+  int failures = 0;
+  for (const Variant& v : variants) {
+    const std::string grid = std::to_string(v.groups[0]) + "x" + std::to_string(v.groups[1]);
+    if (!v.skip.empty()) {
+      std::printf("%-30s SKIP (%s)\n", v.name.c_str(), v.skip.c_str());
+      continue;
+    }
+    const Result r = p.run(v, a, b);
+    const double bytes = v.bytes_per_element * double(opt.n);
+    if (r.check != "PASS") {
+      ++failures;
+      std::printf("%-30s %s\n", v.name.c_str(), r.check.c_str());
+    } else {
+      std::printf("%-30s %10.1f %8.0f %10.1f %10.1f %10.1f %10.1f %8.0f  PASS   %s\n", v.name.c_str(), r.median_us,
+                  bytes / (r.median_us * 1e3), r.min_us, r.first_us, r.chain_us, r.ends_us, bytes / (r.ends_us * 1e3),
+                  v.kind == Kind::shader ? grid.c_str() : "-");
+    }
+    std::fflush(stdout);
+    if (csv) {
+      std::fprintf(csv, "%s,%s,%u,%u,%g,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f\n", v.name.c_str(),
+                   v.layout->name.c_str(), v.groups[0], v.groups[1], v.bytes_per_element,
+                   r.check == "PASS" ? "PASS" : "FAIL", r.first_us, r.median_us, r.mean_us, r.min_us, r.chain_us,
+                   r.ends_us, r.check == "PASS" ? bytes / (r.median_us * 1e3) : 0.0,
+                   r.check == "PASS" ? bytes / (r.ends_us * 1e3) : 0.0);
+    }
+  }
+  if (csv) std::fclose(csv);
+  if (ctx->validation_enabled()) {
+    const std::vector<std::string> messages = ctx->validation_messages();
+    std::printf("validation messages: %zu\n", messages.size());
+    failures += static_cast<int>(messages.size());
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return probe(parse(argc, argv));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tg_vk_stream_probe: %s\n", e.what());
+    return 2;
+  }
+}
