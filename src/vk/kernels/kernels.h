@@ -54,6 +54,11 @@ struct KernelLaunch {
   std::vector<ValueId> extra_reads;
 };
 
+// The second dispatch of a split reduction (shaders/matmul_split_sum.comp): `output`[i] = the sum of
+// the node's scratch [parts, n] over the parts in ascending order (split-K matmul partials,
+// sum_to_shape's block partials). Defined in matmul.cpp.
+KernelLaunch ordered_sum_of_partials(ValueId output, std::uint64_t n, std::uint64_t parts, std::string label);
+
 // The launch followed by its `then` launches, in recording order.
 std::vector<const KernelLaunch*> launch_steps(const KernelLaunch& launch);
 

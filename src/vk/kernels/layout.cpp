@@ -194,15 +194,8 @@ KernelLaunch sum_to_shape(const Graph& graph, const Node& node) {
     launch.items = static_cast<std::uint64_t>(blocks * chunks) * 256;
     if (blocks == 1) return launch;
     launch.scratch_bytes = 4 * static_cast<std::uint64_t>(blocks * cols);
-    KernelLaunch add;
-    add.shader = "matmul_split_sum";  // the ordered sum of partials [blocks, cols]
-    add.label = "sum_to_shape (block sum)";
-    add.bindings = {kScratch, node.output};
-    const std::uint32_t add_push[3] = {static_cast<std::uint32_t>(cols), static_cast<std::uint32_t>(blocks),
-                                       cols % 4 == 0 ? 1u : 0u};
-    append_pod(add.push, add_push);
-    add.items = static_cast<std::uint64_t>(cols % 4 == 0 ? cols / 4 : cols);
-    launch.then.push_back(std::move(add));
+    launch.then.push_back(ordered_sum_of_partials(node.output, static_cast<std::uint64_t>(cols),
+                                                  static_cast<std::uint64_t>(blocks), "sum_to_shape (block sum)"));
     return launch;
   }
   launch.shader = "sum_to_shape";

@@ -127,20 +127,24 @@ KernelLaunch plan_matmul(const Graph& graph, const Node& node) {
     const std::uint64_t outputs = static_cast<std::uint64_t>(m * n);
     launch.scratch_bytes = 4 * outputs * static_cast<std::uint64_t>(splits);
     launch.label = "matmul (split-K x" + std::to_string(splits) + ")";
-    KernelLaunch sum;
-    sum.shader = "matmul_split_sum";
-    sum.label = "matmul (split-K sum)";
-    sum.bindings = {kScratch, node.output};
-    const SplitSumPush sum_push{static_cast<std::uint32_t>(outputs), static_cast<std::uint32_t>(splits),
-                                outputs % 4 == 0 ? 1u : 0u};
-    append_pod(sum.push, sum_push);
-    sum.items = outputs % 4 == 0 ? outputs / 4 : outputs;
-    launch.then.push_back(std::move(sum));
+    launch.then.push_back(
+        ordered_sum_of_partials(node.output, outputs, static_cast<std::uint64_t>(splits), "matmul (split-K sum)"));
   }
   return launch;
 }
 
 }  // namespace
+
+KernelLaunch ordered_sum_of_partials(ValueId output, std::uint64_t n, std::uint64_t parts, std::string label) {
+  KernelLaunch sum;
+  sum.shader = "matmul_split_sum";
+  sum.label = std::move(label);
+  sum.bindings = {kScratch, output};
+  const SplitSumPush push{static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(parts), n % 4 == 0 ? 1u : 0u};
+  append_pod(sum.push, push);
+  sum.items = n % 4 == 0 ? n / 4 : n;
+  return sum;
+}
 
 void register_matmul_kernels(KernelPlanTable& table) { table[static_cast<std::size_t>(OpId::Matmul)] = plan_matmul; }
 
