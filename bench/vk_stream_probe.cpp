@@ -5,9 +5,14 @@
 // invocation, restrict), launch shape (workgroup size, persistent grids), barriers between
 // dispatches, and the timing method itself (per-dispatch TOP/BOTTOM timestamps as the executor
 // writes them, against two timestamps around the whole chain). vkCmdCopyBuffer and vkCmdFillBuffer
-// give the device's own streaming rate as a reference.
+// give the device's own streaming rate as a reference. The last variants add, one at a time, what
+// a Program's run puts around its dispatches (input upload, output readback, host idle time).
+// --mode submit (or both, the default) also times the phases of a tiny submission
+// (bench/vk_submit_probe.cpp): where the ~0.55 ms floor of one Program::run goes.
 //
 //   tg_vk_stream_probe [--n ELEMENTS] [--dispatches 20] [--repeats 5] [--sms 132] [--out PATH]
+//                      [--mode stream|submit|both] [--submits 300] [--submit-out PATH]
+//                      [--only NAME,NAME...]   (variants whose names contain one of these)
 //
 // Per variant: one submission checks the result (outputs poisoned with NaN first, a guard after
 // each output), then `repeats` submissions of the chain with per-dispatch timestamps and `repeats`
@@ -57,12 +62,23 @@ Options parse(int argc, char** argv) {
       o.sms = static_cast<std::uint32_t>(std::stoul(value));
     else if (arg == "--out")
       o.out = value;
+    else if (arg == "--only")
+      o.only = value;
+    else if (arg == "--mode")
+      o.mode = value;
+    else if (arg == "--submits")
+      o.submits = std::stoi(value);
+    else if (arg == "--submit-out")
+      o.submit_out = value;
     else
       throw tg::Error("unknown option " + arg);
   }
   if (o.n == 0 || o.n % 4 != 0 || o.n > 0xFFFFFFFFull)
     throw tg::Error("--n must be a positive multiple of 4 below 2^32");
-  if (o.dispatches < 1 || o.repeats < 1 || o.sms < 1) throw tg::Error("--dispatches, --repeats, --sms must be >= 1");
+  if (o.dispatches < 1 || o.repeats < 1 || o.sms < 1 || o.submits < 1)
+    throw tg::Error("--dispatches, --repeats, --sms, --submits must be >= 1");
+  if (o.mode != "stream" && o.mode != "submit" && o.mode != "both")
+    throw tg::Error("--mode must be stream, submit or both, not '" + o.mode + "'");
   return o;
 }
 
@@ -102,6 +118,11 @@ int probe(const Options& opt) {
   const tg::vk::DeviceInfo& info = ctx->info();
   if (!info.timestamps_supported) throw tg::Error(info.name + " has no timestamps on its compute queue");
   if (opt.n * 4 > info.max_storage_buffer_range) throw tg::Error("--n exceeds maxStorageBufferRange per binding");
+  if (opt.mode != "stream") {
+    std::printf("device: %s\n", info.summary().c_str());
+    submit_probe(ctx, opt.submits, opt.submit_out);
+    if (opt.mode == "submit") return 0;
+  }
   Probe p(ctx, opt);
   const VkDeviceSize s = p.slot();
 
@@ -189,6 +210,24 @@ int probe(const Options& opt) {
   variants.back().bytes_per_element = 8;
   variants.push_back({"copy_buffer", Kind::copy, Expect::copy_a, 8, &one});
   variants.push_back({"fill_buffer", Kind::fill, Expect::fill, 4, &one});
+  // What a Program adds around the same chain, one thing at a time, then all together.
+  add("repo_1buf + upload", one, repo, 256, 1, 65535);
+  variants.back().upload = true;
+  add("repo_1buf + readback", one, repo, 256, 1, 65535);
+  variants.back().readback = true;
+  add("repo_1buf + idle 200ms", one, repo, 256, 1, 65535);
+  variants.back().idle_ms = 200;
+  add("repo_1buf + upload+readback", one, repo, 256, 1, 65535);
+  variants.back().upload = variants.back().readback = true;
+  add("repo_1buf + upload+idle", one, repo, 256, 1, 65535);
+  variants.back().upload = true;
+  variants.back().idle_ms = 200;
+  add("repo_1buf + readback+idle", one, repo, 256, 1, 65535);
+  variants.back().readback = true;
+  variants.back().idle_ms = 200;
+  add("repo_1buf + upload+readback+idle", one, repo, 256, 1, 65535);
+  variants.back().upload = variants.back().readback = true;
+  variants.back().idle_ms = 200;
   add("repo_1buf_again (drift)", one, repo, 256, 1, 65535);
 
   std::FILE* csv = opt.out.empty() ? nullptr : std::fopen(opt.out.c_str(), "w");
@@ -203,7 +242,18 @@ int probe(const Options& opt) {
   std::printf("%-30s %10s %8s %10s %10s %10s %10s %8s  %s\n", "variant", "median_us", "GB/s", "min_us", "first_us",
               "chain_us", "ends_us", "ends_GB/s", "check  grid");
   int failures = 0;
+  // --only: the variants whose names contain one of the comma-separated pieces, in list order.
+  std::vector<std::string> wanted;
+  for (std::size_t from = 0; from <= opt.only.size() && !opt.only.empty();) {
+    const std::size_t comma = std::min(opt.only.find(',', from), opt.only.size());
+    wanted.push_back(opt.only.substr(from, comma - from));
+    from = comma + 1;
+  }
   for (const Variant& v : variants) {
+    if (!wanted.empty() && std::none_of(wanted.begin(), wanted.end(),
+                                        [&](const std::string& w) { return v.name.find(w) != std::string::npos; })) {
+      continue;
+    }
     const std::string grid = std::to_string(v.groups[0]) + "x" + std::to_string(v.groups[1]);
     if (!v.skip.empty()) {
       std::printf("%-30s SKIP (%s)\n", v.name.c_str(), v.skip.c_str());

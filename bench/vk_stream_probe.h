@@ -27,6 +27,10 @@ struct Options {
   int repeats = 5;
   std::uint32_t sms = 132;  // H200
   std::string out;
+  std::string mode = "both";  // stream, submit or both
+  int submits = 300;          // submissions per variant of the submit probe
+  std::string submit_out;
+  std::string only;  // comma-separated pieces of variant names; empty: every variant
 };
 
 struct Region {
@@ -55,6 +59,12 @@ struct Variant {
   VkPipeline pipeline = VK_NULL_HANDLE;
   std::array<std::uint32_t, 3> groups{1, 1, 1};
   bool barriers = true;
+  // What a Program's run puts around its dispatches, added one at a time: the inputs (a and b)
+  // copied from host-visible staging first, the output copied to host-visible memory after, and
+  // the host idle between submissions (a Program's run converts its inputs and outputs).
+  bool upload = false;
+  bool readback = false;
+  int idle_ms = 0;
   std::string skip;  // non-empty: not run, and why
 };
 
@@ -99,7 +109,11 @@ class Probe {
   std::uint64_t stamp_mask_ = ~std::uint64_t{0};
   std::vector<VkPipeline> pipelines_;
   std::vector<std::unique_ptr<DeviceBuffer>> buffers_;
-  std::unique_ptr<tg::vk::Buffer> staging_, readback_;
+  std::unique_ptr<tg::vk::Buffer> staging_, readback_, inputs_staging_;
 };
+
+// bench/vk_submit_probe.cpp: times the phases of a tiny submission (submit call, device start,
+// device end, fence signalled); writes a CSV to `csv_path` when non-empty.
+int submit_probe(const Ctx& ctx, int iterations, const std::string& csv_path);
 
 }  // namespace tg_probe

@@ -2,7 +2,9 @@
 // fills) with their timestamps, and the check of each variant's result against the host.
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "vk/commands.h"
@@ -320,14 +322,34 @@ Result Probe::run(const Variant& v, const std::vector<float>& a, const std::vect
   auto span_us = [&](std::size_t from, std::size_t to) {
     return double((ts[to] - ts[from]) & stamp_mask_) * period_us;
   };
+  if (v.upload && !inputs_staging_) {
+    inputs_staging_ = std::make_unique<tg::vk::Buffer>(ctx_, 2 * bytes_, tg::vk::MemoryUse::upload);
+    std::memcpy(inputs_staging_->mapped(), a.data(), bytes_);
+    std::memcpy(inputs_staging_->mapped() + bytes_, b.data(), bytes_);
+  }
+  const Layout& l = *v.layout;
   for (const Stamps mode : {Stamps::pairs, Stamps::ends}) {
     tg::vk::CommandBuffer cmd(ctx_);
     cmd.begin(false);
     full_barrier(cmd.handle());
+    if (v.upload) {
+      // The same values a and b already hold, so the chain's result (checked above) is unchanged.
+      const VkBufferCopy to_a{0, l.a.offset, bytes_}, to_b{bytes_, l.b.offset, bytes_};
+      vkCmdCopyBuffer(cmd.handle(), inputs_staging_->handle(), l.a.buffer, 1, &to_a);
+      vkCmdCopyBuffer(cmd.handle(), inputs_staging_->handle(), l.b.buffer, 1, &to_b);
+      full_barrier(cmd.handle());
+    }
     record_chain(cmd.handle(), v, mode);
-    full_barrier(cmd.handle());
+    full_barrier(cmd.handle(), v.readback);
+    if (v.readback) {
+      const Region& last = l.outs[static_cast<std::size_t>(opt_.dispatches - 1) % l.outs.size()];
+      const VkBufferCopy copy{last.offset, 0, bytes_};
+      vkCmdCopyBuffer(cmd.handle(), last.buffer, readback_->handle(), 1, &copy);
+      full_barrier(cmd.handle(), true);
+    }
     cmd.end();
     for (int rep = 0; rep < opt_.repeats; ++rep) {
+      if (v.idle_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(v.idle_ms));
       tg::vk::submit_and_wait(ctx_, cmd.handle(), "the timed chain");
       const std::uint32_t count = mode == Stamps::pairs ? static_cast<std::uint32_t>(2 * d) : 2;
       ctx_->check(vkGetQueryPoolResults(ctx_->device(), queries_, 0, count, count * 8, ts.data(), 8,

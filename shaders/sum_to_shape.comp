@@ -4,7 +4,8 @@
 // order of the summed axes (the last summed axis fastest); a preimage of at most BLOCK terms is
 // summed by one invocation, a longer one by one workgroup whose invocations each sum fixed blocks
 // of BLOCK terms, the block partials then added in block order by invocation 0 (the interpreter's
-// deterministic_sum). Summed axes are the input's leading extra axes and the axes the target has
+// deterministic_sum). With `staged`, a short preimage is loaded by a workgroup and summed by its
+// invocation 0 in the same order. Summed axes are the input's leading extra axes and the axes the target has
 // as 1; the host drops extent-1 axes, merges adjacent contiguous ones (keeping the order), and
 // right-aligns them in 6 slots (unused slots: extent 1, stride 0).
 //
@@ -19,7 +20,7 @@ const uint BLOCK = 256u;  // = kSumBlock in src/vk/kernels/layout.cpp
 layout(push_constant) uniform Push {
   uint n;         // output elements
   uint out_rank;  // kept axes after collapsing, 0..6
-  uint unused;
+  uint staged;    // 1: a preimage of at most BLOCK terms is loaded by a workgroup, then summed
   uint len;       // preimage length (product of sum_dims; 0 when a summed axis is empty)
   uint out_dims[MAX_RANK];
   uint start_strides[MAX_RANK];  // input stride per kept axis
@@ -78,6 +79,23 @@ uint start_of(uint o) {
 }
 
 void main() {
+  if (pc.len <= BLOCK && pc.staged != 0u) {
+    // Few outputs with long preimages (the bias gradient of a one-column layer: [256, 1] -> [1]):
+    // one invocation would wait on its loads one after another. The workgroup loads the terms in
+    // parallel, then invocation 0 adds them in the same order (same bits).
+    const uint lid = gl_LocalInvocationID.x;
+    for (uint o = gl_WorkGroupID.x; o < pc.n; o += gl_NumWorkGroups.x) {
+      partial[lid] = lid < pc.len ? sum_range(start_of(o), lid, lid + 1u) : 0.0;
+      barrier();
+      if (lid == 0u) {
+        float total = 0.0;
+        for (uint k = 0u; k < pc.len; ++k) total += partial[k];
+        outv[o] = total;
+      }
+      barrier();
+    }
+    return;
+  }
   if (pc.len <= BLOCK) {
     const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     for (uint o = gl_GlobalInvocationID.x; o < pc.n; o += step) outv[o] = sum_range(start_of(o), 0u, pc.len);

@@ -36,6 +36,9 @@ class CommandBuffer {
   VkCommandBuffer handle_ = VK_NULL_HANDLE;
 };
 
+// A fence leased from the context's pool (Context::take_fence): returned to it on destruction when
+// its submission completed or never happened; destroyed otherwise (a submission that timed out or
+// failed may still signal it).
 class Fence {
  public:
   explicit Fence(std::shared_ptr<Context> context);
@@ -44,13 +47,15 @@ class Fence {
   ~Fence();
 
   VkFence handle() const { return handle_; }
+  // Call after a successful vkQueueSubmit with this fence.
+  void mark_submitted() { pending_ = true; }
   // Waits until signaled; VK_TIMEOUT after `timeout` becomes a DeviceError naming `operation`.
   void wait(std::chrono::nanoseconds timeout, std::string_view operation);
-  void reset();
 
  private:
   std::shared_ptr<Context> context_;
   VkFence handle_ = VK_NULL_HANDLE;
+  bool pending_ = false;  // submitted and not yet seen signaled
 };
 
 // Submits one recorded command buffer to the context's queue and waits for it. A timeout makes the

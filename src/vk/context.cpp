@@ -220,6 +220,7 @@ Context::~Context() {
       save_pipeline_cache();
     } catch (const Error&) {
     }
+    for (VkFence fence : idle_fences_) vkDestroyFence(device_, fence, nullptr);
     if (pipeline_cache_ != VK_NULL_HANDLE) vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
     if (command_pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(device_, command_pool_, nullptr);
     vkDestroyDevice(device_, nullptr);
@@ -284,6 +285,32 @@ void Context::mark_unusable(VkResult result, std::string_view operation) {
   if (!usable_.exchange(false)) return;  // keep the first cause
   unusable_result_ = result;
   unusable_operation_ = operation;
+}
+
+VkFence Context::take_fence() {
+  {
+    std::lock_guard lock(fences_mutex_);
+    if (!idle_fences_.empty()) {
+      const VkFence fence = idle_fences_.back();
+      idle_fences_.pop_back();
+      return fence;
+    }
+  }
+  VkFenceCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
+  VkFence fence = VK_NULL_HANDLE;
+  check(vkCreateFence(device_, &info, nullptr, &fence), "creating a fence");
+  return fence;
+}
+
+void Context::give_back_fence(VkFence fence) {
+  if (fence == VK_NULL_HANDLE) return;
+  if (vkResetFences(device_, 1, &fence) != VK_SUCCESS) {
+    vkDestroyFence(device_, fence, nullptr);
+    return;
+  }
+  std::lock_guard lock(fences_mutex_);
+  idle_fences_.push_back(fence);
 }
 
 void Context::drain_if_unusable() {

@@ -154,13 +154,25 @@ TEST_F(VkTest, SumToShapeOnRealsMatchesTheInterpreterBitForBit) {
   b.output("e", sum_to_shape(r67, {67}));
   b.output("e_one_block", sum_to_shape(narrow(r67, 0, 0, 200), {1, 67}));
   b.output("f", sum_to_shape(r128, {1, 128}));
+  // Short preimages of few outputs, loaded by a workgroup each ("staged"): a one-column bias
+  // gradient, a strided preimage of 200 terms, and the most outputs that stay staged.
+  Tensor s256 = b.input("s256", {DType::f32, {256, 1}});
+  Tensor s3 = b.input("s3", {DType::f32, {3, 40, 5}});
+  Tensor s1024 = b.input("s1024", {DType::f32, {1024, 33}});
+  b.output("g", sum_to_shape(s256, {1}));
+  b.output("h", sum_to_shape(s3, {3, 1, 1}));
+  b.output("i", sum_to_shape(s3, {1, 40, 1}));
+  b.output("j", sum_to_shape(s1024, {1024, 1}));
   const Graph g = b.take();
   // The same order as the interpreter (blocks of 256 terms past 256), so the same bits.
   check(ctx, g,
         {{"x", random_f32({37, 1, 29, 3}, 9)},
          {"long", random_f32({3, 9001, 2}, 15)},
          {"r67", random_f32({1000, 67}, 16)},
-         {"r128", random_f32({4, 150, 128}, 17)}});
+         {"r128", random_f32({4, 150, 128}, 17)},
+         {"s256", random_f32({256, 1}, 18)},
+         {"s3", random_f32({3, 40, 5}, 19)},
+         {"s1024", random_f32({1024, 33}, 20)}});
 
   // The row form is two dispatches; a short preimage or another layout stays one.
   const auto dispatches = [&](const Shape& in, const Shape& to) {

@@ -86,6 +86,14 @@ class Context {
   // VkPipelineCreationFeedback is available (Vulkan 1.3 or VK_EXT_pipeline_creation_feedback).
   bool has_creation_feedback() const { return creation_feedback_; }
 
+  // Fences for submissions, reused: creating and destroying a fence for every submission cost
+  // about 0.5 ms on NVIDIA's Linux driver (H200, driver 580), 50x a tiny submission's round trip.
+  // take_fence() gives an unsignaled fence (a pooled one, or a new one); give_back_fence() takes
+  // back one whose submission has completed (or that was never submitted) and resets it. Both are
+  // thread-safe; the context destroys the pooled fences.
+  VkFence take_fence();
+  void give_back_fence(VkFence fence);
+
   const PipelineCacheStatus& pipeline_cache_status() const { return cache_status_; }
   // Writes the pipeline cache file now if its contents changed; false (and save_error) on failure.
   // The destructor saves too.
@@ -119,6 +127,9 @@ class Context {
 
   PipelineCacheStatus cache_status_;
   std::vector<std::byte> cache_saved_;  // what the file holds, to skip rewriting unchanged data
+
+  std::mutex fences_mutex_;
+  std::vector<VkFence> idle_fences_;  // unsignaled, ready for take_fence()
 
   mutable std::mutex messages_mutex_;
   std::vector<std::string> messages_;

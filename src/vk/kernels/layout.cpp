@@ -118,7 +118,7 @@ KernelLaunch broadcast_to(const Graph& graph, const Node& node) {
 struct SumPush {
   std::uint32_t n = 0;
   std::uint32_t out_rank = 0;
-  std::uint32_t unused = 0;
+  std::uint32_t staged = 0;  // 1: a workgroup loads each short preimage (see sum_to_shape)
   std::uint32_t len = 0;
   std::uint32_t out_dims[kMaxRank] = {};
   std::uint32_t start_strides[kMaxRank] = {};
@@ -134,6 +134,9 @@ constexpr std::int64_t kSumBlock = 256;  // = kSumToShapeBlock in src/interp/ker
 // From this many rows the row form [rows, cols] -> [cols] stages tiles in shared memory
 // (sum_rows.comp): one invocation per column would read them one strided load after another.
 constexpr std::int64_t kMinRowsForm = 32;
+// Up to this many outputs a short preimage gets a workgroup each (SumPush::staged); more outputs
+// fill the device with one invocation each.
+constexpr std::uint32_t kMaxStagedOutputs = 1024;
 
 // Summed axes: the input's leading extra axes and those the target has as 1 (while the input does
 // not). Kept axes: the rest, over the output's row-major coordinates. Both lists collapse without
@@ -198,11 +201,16 @@ KernelLaunch sum_to_shape(const Graph& graph, const Node& node) {
                                                   static_cast<std::uint64_t>(blocks), "sum_to_shape (block sum)"));
     return launch;
   }
+  // Few outputs with preimages of kMinRowsForm..kSumBlock terms: a workgroup per output loads the
+  // terms at once (one invocation per output would issue its loads one after another: 17 us for
+  // [256, 1] -> [1] on an H200, W1's last bias gradient).
+  push.staged = len >= kMinRowsForm && len <= kSumBlock && push.n <= kMaxStagedOutputs ? 1u : 0u;
   launch.shader = "sum_to_shape";
   launch.bindings = {node.inputs[0], node.output};
   append_pod(launch.push, push);
   launch.group_size = 256;
-  launch.items = len > kSumBlock ? std::uint64_t{push.n} * launch.group_size : push.n;  // a workgroup per output
+  const bool group_per_output = len > kSumBlock || push.staged != 0;
+  launch.items = group_per_output ? std::uint64_t{push.n} * launch.group_size : push.n;
   return launch;
 }
 
