@@ -25,6 +25,16 @@
 // matmul_split_sum.comp adds them in ascending range order.
 // Workgroups loop grid-stride over (batch, tile row, tile column), so any size fits in the
 // executor's at most 65535 groups.
+// Transposed operands (A_T, B_T): A stored as [K, M] (row stride lda = M) or B as [N, K] (row
+// stride ldb = the whole K), per batch, so the matmul reads the input of a swap_axes of the last
+// two axes instead of a materialized copy (src/vk/transpose_absorb.cpp). Only the staging loads
+// change (each reads along the stored rows, so neighbouring invocations still read neighbouring
+// words); shared memory then holds the same values in the same places, and the multiply-adds run
+// in the same order: the same bits as the plain kernel on the copy. A_T, B_T and VEC_BT are
+// specialization constants, not push-constant flags: the plain launches pass none, so the driver
+// compiles their pipeline to the untransposed kernel alone, with its own shared-memory layout (the
+// pads for a transposed B's stores are specialized in only with B_T). As runtime flags they cost
+// the plain 128x128 path ~11% on an H200 (W3 n = 4096: 33.5 vs 37.5 TFLOP/s).
 
 layout(local_size_x = 256) in;
 
@@ -38,13 +48,23 @@ layout(push_constant) uniform Push {
   uint a_batch_stride;  // M*K
   uint b_batch_stride;  // K*N, or 0 when every batch shares one rhs
   uint flags;           // FLAG_* below
-  uint lda;             // A's row stride: K, or the whole K of a split-K launch, whose batches are
-                        // the K ranges (a_batch_stride = K per split, b_batch_stride = K per split * N)
+  uint lda;             // A's stored row stride: K, or the whole K of a split-K launch, whose batches
+                        // are the K ranges (a_batch_stride = K per split, b_batch_stride = K per split
+                        // * N); M when A is stored transposed (a_batch_stride = K per split * M)
+  uint ldb;             // B_T only: B's stored row stride, the whole K (b_batch_stride = K per split
+                        // under split-K); an untransposed B's rows are N apart
 } pc;
 
 const uint FLAG_LARGE = 1u;   // 128x128 tiles (else 64x64)
-const uint FLAG_VEC_A = 2u;   // lda and a_batch_stride % 4 == 0: rows of A start on vec4 boundaries
-const uint FLAG_VEC_BC = 4u;  // N % 4 == 0: rows of B and C start on vec4 boundaries
+const uint FLAG_VEC_A = 2u;   // lda and a_batch_stride % 4 == 0: stored rows of A start on vec4 boundaries
+const uint FLAG_VEC_BC = 4u;  // N % 4 == 0: rows of C (and of B when not transposed) start on vec4 boundaries
+
+// Set per launch by src/vk/kernels/matmul.cpp for transposed operands only (the defaults are the
+// plain kernel).
+layout(constant_id = 0) const bool A_T = false;     // A stored transposed: A[r, k] at a_base + k * lda + r
+layout(constant_id = 1) const bool B_T = false;     // B stored transposed: B[k, c] at b_base + c * ldb + k
+layout(constant_id = 2) const bool VEC_BT = false;  // B_T, ldb and b_batch_stride % 4 == 0: its stored rows
+                                                    // move as vec4
 
 // Scalar and vec4 views of the same bindings (aliased descriptors).
 layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };
@@ -61,7 +81,10 @@ const uint S_BK = 16;
 const uint S_T = 16;  // invocations per tile side; each owns S_TILE / S_T = 4 rows and columns
 
 shared float s_As[S_BK][S_TILE + 1];  // A slice transposed (k-major); +1 spreads the transposing stores
-shared float s_Bs[S_BK][S_TILE];
+// +2 for a transposed B only: its stores (16 k of 2 columns per warp) then hit 32 banks. A plain B's
+// stores are whole rows, conflict-free unpadded.
+const uint S_PAD_B = B_T ? 2u : 0u;
+shared float s_Bs[S_BK][S_TILE + S_PAD_B];
 
 void small_tiles() {
   const uint lid = gl_LocalInvocationID.x;
@@ -85,18 +108,25 @@ void small_tiles() {
 
     for (uint k0 = 0; k0 < pc.K; k0 += S_BK) {
       // Stage A[row0 : row0+64, k0 : k0+16] and B[k0 : k0+16, col0 : col0+64], zero outside.
+      // Consecutive invocations read consecutive words of the stored rows: k of one row of A
+      // (rows of one k when A is transposed), columns of one k row of B (k of one column when B is
+      // transposed).
       [[unroll]] for (uint r = 0; r < 4; ++r) {
         const uint e = lid + 256u * r;
-        const uint ar = e / S_BK;  // row within the tile
-        const uint ak = e % S_BK;  // consecutive invocations read consecutive k of one row
+        const uint ar = A_T ? e % S_TILE : e / S_BK;  // row within the tile
+        const uint ak = A_T ? e / S_TILE : e % S_BK;
         const uint gr = row0 + ar;
         const uint gk = k0 + ak;
-        s_As[ak][ar] = (gr < pc.M && gk < pc.K) ? a[a_base + gr * pc.lda + gk] : 0.0;
-        const uint bk = e / S_TILE;
-        const uint bc = e % S_TILE;  // consecutive invocations read consecutive columns
+        s_As[ak][ar] = (gr < pc.M && gk < pc.K)
+                           ? a[A_T ? a_base + gk * pc.lda + gr : a_base + gr * pc.lda + gk]
+                           : 0.0;
+        const uint bk = B_T ? e % S_BK : e / S_TILE;
+        const uint bc = B_T ? e / S_BK : e % S_TILE;  // column within the tile
         const uint gbk = k0 + bk;
         const uint gc = col0 + bc;
-        s_Bs[bk][bc] = (gbk < pc.K && gc < pc.N) ? b[b_base + gbk * pc.N + gc] : 0.0;
+        s_Bs[bk][bc] = (gbk < pc.K && gc < pc.N)
+                           ? b[B_T ? b_base + gc * pc.ldb + gbk : b_base + gbk * pc.N + gc]
+                           : 0.0;
       }
       barrier();
       [[unroll]] for (uint kk = 0; kk < S_BK; ++kk) {
@@ -135,11 +165,25 @@ const uint L_PAD = 1;  // one vec4 of padding per k row: with BK 8 the transposi
                        // two k halves land 16 banks apart, so its 32 stores hit 32 banks
 
 shared vec4 l_As[2][L_BK][L_VEC + L_PAD];  // [buffer][k][row / 4], A transposed
-shared vec4 l_Bs[2][L_BK][L_VEC];          // [buffer][k][column / 4]
+// A plain B's slice lands as whole vec4 rows, conflict-free unpadded; a transposed B's stores
+// transpose like A's and take A's pad.
+const uint L_PAD_B = B_T ? L_PAD : 0u;
+shared vec4 l_Bs[2][L_BK][L_VEC + L_PAD_B];  // [buffer][k][column / 4]
 
 // Item e of a slice's A share: row e / L_KQ of the tile, k quad e % L_KQ (neighbouring invocations
-// read neighbouring 16 bytes of one row); zero outside the matrix.
+// read neighbouring 16 bytes of one row); zero outside the matrix. A stored transposed: k row
+// e / L_VEC, row quad e % L_VEC (the slice is 8 stored rows of 128 words).
 vec4 load_a(uint a_base, uint row0, uint k0, uint e) {
+  if (A_T) {
+    const uint gk = k0 + e / L_VEC;
+    const uint gr = row0 + (e % L_VEC) * 4u;
+    if (gk >= pc.K) return vec4(0.0);
+    const uint at = a_base + gk * pc.lda + gr;
+    if ((pc.flags & FLAG_VEC_A) != 0u) return gr < pc.M ? a4[at >> 2] : vec4(0.0);  // M % 4 == 0
+    vec4 v;
+    [[unroll]] for (uint q = 0; q < 4; ++q) v[q] = gr + q < pc.M ? a[at + q] : 0.0;
+    return v;
+  }
   const uint gr = row0 + e / L_KQ;
   const uint gk = k0 + (e % L_KQ) * 4u;
   if (gr >= pc.M) return vec4(0.0);
@@ -150,8 +194,19 @@ vec4 load_a(uint a_base, uint row0, uint k0, uint e) {
   return v;
 }
 
-// Item e of a slice's B share: k row e / 32, column quad e % 32.
+// Item e of a slice's B share: k row e / 32, column quad e % 32. B stored transposed: column
+// e / L_KQ, k quad e % L_KQ (like A's rows).
 vec4 load_b(uint b_base, uint col0, uint k0, uint e) {
+  if (B_T) {
+    const uint gc = col0 + e / L_KQ;
+    const uint gk = k0 + (e % L_KQ) * 4u;
+    if (gc >= pc.N) return vec4(0.0);
+    const uint at = b_base + gc * pc.ldb + gk;
+    if (VEC_BT) return gk < pc.K ? b4[at >> 2] : vec4(0.0);  // K % 4 == 0
+    vec4 v;
+    [[unroll]] for (uint q = 0; q < 4; ++q) v[q] = gk + q < pc.K ? b[at + q] : 0.0;
+    return v;
+  }
   const uint gk = k0 + e / L_VEC;
   const uint gc = col0 + (e % L_VEC) * 4u;
   if (gk >= pc.K) return vec4(0.0);
@@ -162,11 +217,21 @@ vec4 load_b(uint b_base, uint col0, uint k0, uint e) {
   return v;
 }
 
+// Stores what load_a and load_b fetched for item e: a row's k quad is spread over four k rows
+// (transposing), a k row's quad lands whole; a transposed operand's items swap the two forms.
 void store_slice(uint buf, uint e, vec4 av, vec4 bv) {
-  const uint row = e / L_KQ;
-  const uint k = (e % L_KQ) * 4u;
-  [[unroll]] for (uint q = 0; q < 4; ++q) l_As[buf][k + q][row >> 2][row & 3u] = av[q];
-  l_Bs[buf][e / L_VEC][e % L_VEC] = bv;
+  const uint rc = e / L_KQ;  // row (column) of a k-quad item
+  const uint kq = (e % L_KQ) * 4u;
+  if (A_T) {
+    l_As[buf][e / L_VEC][e % L_VEC] = av;
+  } else {
+    [[unroll]] for (uint q = 0; q < 4; ++q) l_As[buf][kq + q][rc >> 2][rc & 3u] = av[q];
+  }
+  if (B_T) {
+    [[unroll]] for (uint q = 0; q < 4; ++q) l_Bs[buf][kq + q][rc >> 2][rc & 3u] = bv[q];
+  } else {
+    l_Bs[buf][e / L_VEC][e % L_VEC] = bv;
+  }
 }
 
 void store_c(uint c_base, uint gr, uint gc, vec4 v) {

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "tensorgrad/ir/error.h"
@@ -16,6 +17,7 @@
 #include "vk/fusion.h"
 #include "vk/kernels/kernels.h"
 #include "vk/plan.h"
+#include "vk/transpose_absorb.h"
 
 namespace tg::vk {
 
@@ -64,9 +66,12 @@ struct Program::Impl {
   std::vector<bool> resident;   // per graph input
   std::vector<bool> constants;  // per node: computed once at build (see the constructor)
   std::set<ValueId> writeback_sources;
-  std::vector<double> timestamps_us;  // per dispatch: start, end (relative to the first start)
-  std::size_t parity = 0;             // which recording (slot assignment) the next run replays
-  bool uncommitted = false;           // the last run deferred its writebacks
+  std::set<ValueId> unread_outputs;  // not read back by run(): writeback sources and device outputs
+  std::map<std::string, ValueId, std::less<>> device_outputs;
+  std::optional<std::size_t> last_run_parity;  // the recording the last completed run replayed
+  std::vector<double> timestamps_us;           // per dispatch: start, end (relative to the first start)
+  std::size_t parity = 0;                      // which recording (slot assignment) the next run replays
+  bool uncommitted = false;                    // the last run deferred its writebacks
 
   Impl(std::shared_ptr<Context> context, const Graph& g, ProgramOptions opts)
       : ctx(std::move(context)), graph(g), options(std::move(opts)) {
@@ -85,6 +90,13 @@ struct Program::Impl {
       if (launches.back().index_check) plan_options.keep_alive.push_back(launches.back().index_check->input);
     }
     if (options.fuse_elementwise) launches = fuse_elementwise(graph, std::move(launches));
+    // After fusion, which leaves matmul and layout launches alone; the rebound matmuls name the
+    // values they now read in extra_reads (below), so the plan keeps those alive until them.
+    std::vector<std::pair<ValueId, ValueId>> dropped_transposes;
+    if (options.absorb_transposes) {
+      dropped_transposes = absorb_transposes(graph, launches).dropped;
+      stats.absorbed_transposes = dropped_transposes.size();
+    }
     plan_options.scratch_bytes.resize(launches.size(), 0);
     for (std::size_t n = 0; n < launches.size(); ++n) {
       plan_options.scratch_bytes[n] = launches[n].scratch_bytes;
@@ -113,6 +125,16 @@ struct Program::Impl {
       copies.emplace_back(*out, *in);
       writeback_sources.insert(*out);
       plan_options.whole_program.push_back(*out);
+    }
+
+    unread_outputs = writeback_sources;
+    for (const std::string& name : options.device_outputs) {
+      const std::string what = "device output '" + name + "' of graph '" + graph.name() + "': ";
+      const auto out = graph.find_output(name);
+      if (!out) throw Error(what + "no output has that name");
+      if (writeback_sources.contains(*out)) throw Error(what + "it is a writeback source (on the device already)");
+      if (!device_outputs.emplace(name, *out).second) throw Error(what + "named twice");
+      unread_outputs.insert(*out);
     }
 
     // Nodes without inputs (full, zeros, ones, arange) give the same values on every run: computed
@@ -147,6 +169,12 @@ struct Program::Impl {
       plan_options.aliases.emplace_back(node.output, node.inputs[0]);
       ++stats.aliases;
     }
+    // A dropped transpose's output is never written or read: it takes its input's range instead of
+    // a range of its own (the input then lives until the output's last reader, as extra_reads says
+    // anyway). Not for an input that is a graph input or output, whose ranges the recordings handle.
+    for (const auto& [out, in] : dropped_transposes) {
+      if (!boundary(in)) plan_options.aliases.emplace_back(out, in);
+    }
 
     const DeviceInfo& info = ctx->info();
     if (options.timestamps && !info.timestamps_supported) {
@@ -162,7 +190,7 @@ struct Program::Impl {
     stats.device_bytes = plan.total_bytes;
     stats.unshared_bytes = plan.naive_bytes;
 
-    RecordingRequest request{graph, plan, launches, resident, copies, writeback_sources, constants, options.timestamps};
+    RecordingRequest request{graph, plan, launches, resident, copies, unread_outputs, constants, options.timestamps};
     recorded = record_program(ctx, request, stats);
   }
 
@@ -200,8 +228,26 @@ struct Program::Impl {
     return read_words(type, bytes.data());
   }
 
+  HostTensor read_output(std::string_view name) const {
+    const auto it = device_outputs.find(name);
+    if (it == device_outputs.end()) {
+      throw Error("Vulkan program '" + graph.name() + "': '" + std::string(name) +
+                  "' is not a device output (ProgramOptions::device_outputs)");
+    }
+    if (!last_run_parity) {
+      throw Error("Vulkan program '" + graph.name() + "': device output '" + std::string(name) +
+                  "' read before a run completed");
+    }
+    const TensorType& type = graph.type(it->second);
+    std::vector<std::byte> bytes(static_cast<std::size_t>(type.size()) * 4);
+    const ValueSlot& s = recorded.slots[*last_run_parity][static_cast<std::size_t>(it->second)];
+    if (!bytes.empty()) download(recorded.device, bytes, s.offset);
+    return read_words(type, bytes.data());
+  }
+
   TensorMap run(const TensorMap& inputs, bool commit) {
     uncommitted = false;
+    last_run_parity.reset();  // a run that throws leaves the device outputs undefined
     ctx->require_usable("running graph '" + graph.name() + "'");
     // `in` is an element of graph.inputs(): its index finds its flag without a name search per input.
     validate_inputs(graph, inputs, [&](const GraphInput& in) {
@@ -220,6 +266,7 @@ struct Program::Impl {
     submit_and_wait(ctx, recorded.commands[parity]->handle(), "running graph '" + graph.name() + "'");
     if (options.timestamps) timestamps_us = read_timestamps(recorded, *ctx);
     check_indices();
+    last_run_parity = parity;
     if (commit) {
       flip();
     } else {
@@ -229,7 +276,7 @@ struct Program::Impl {
     TensorMap out;
     for (std::size_t i = 0; i < graph.outputs().size(); ++i) {
       const GraphOutput& o = graph.outputs()[i];
-      if (writeback_sources.contains(o.value)) continue;
+      if (unread_outputs.contains(o.value)) continue;
       out[o.name] = read_words(graph.type(o.value), recorded.staging_out.mapped() + recorded.out_offsets[i]);
     }
     return out;
@@ -328,6 +375,7 @@ TensorMap Program::run(const TensorMap& inputs, bool commit_writebacks) {
 void Program::commit() { impl_->commit(); }
 void Program::write_input(std::string_view name, const HostTensor& value) { impl_->write_input(name, value); }
 HostTensor Program::read_input(std::string_view name) const { return impl_->read_input(name); }
+HostTensor Program::read_output(std::string_view name) const { return impl_->read_output(name); }
 bool Program::is_resident(std::string_view name) const { return impl_->is_resident(name); }
 std::vector<std::string> Program::check_guards() const { return impl_->check_guards(); }
 std::vector<DispatchTiming> Program::timings() const { return impl_->timings(); }

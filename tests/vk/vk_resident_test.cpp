@@ -3,7 +3,9 @@
 // (synchronization checks included), so a missing barrier around the writeback copies fails.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tensorgrad/tensorgrad.h"
@@ -30,6 +32,26 @@ Graph toy_update_graph() {
   return b.take();
 }
 
+// The toy's starting params and data.
+const std::vector<float> kToyW = {1.f, -2.f, 4.f};
+const std::vector<float> kToyX = {0.5f, 0.25f, -1.f};
+
+void write_toy_params(Program& program) {
+  program.write_input("w", HostTensor::f32({3}, kToyW));
+  program.write_input("count", HostTensor::f32({}, {0.f}));
+}
+
+// Building a program of `g` with `options` must fail with a tg::Error containing `fragment`.
+void expect_refused(const std::shared_ptr<Context>& ctx, const Graph& g, ProgramOptions options,
+                    const std::string& fragment) {
+  try {
+    Program program(ctx, g, std::move(options));
+    ADD_FAILURE() << "accepted; expected an error containing '" << fragment << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(VkTest, ResidentParamsAndWritebacksFollowTheHostComputation) {
   auto ctx = make_context();
   const Graph g = toy_update_graph();
@@ -38,10 +60,9 @@ TEST_F(VkTest, ResidentParamsAndWritebacksFollowTheHostComputation) {
   EXPECT_TRUE(program.is_resident("count"));
   EXPECT_FALSE(program.is_resident("x"));
 
-  std::vector<float> w = {1.f, -2.f, 4.f};
-  program.write_input("w", HostTensor::f32({3}, w));
-  program.write_input("count", HostTensor::f32({}, {0.f}));
-  const std::vector<float> x = {0.5f, 0.25f, -1.f};
+  std::vector<float> w = kToyW;
+  write_toy_params(program);
+  const std::vector<float>& x = kToyX;
   for (int step = 0; step < 3; ++step) {
     const TensorMap out = program.run({{"x", HostTensor::f32({3}, x)}});
     // Writeback sources are not read back; the loss is, computed from this step's w.
@@ -131,12 +152,7 @@ TEST_F(VkTest, BadWritebacksAreRefusedWhenTheProgramIsBuilt) {
   auto ctx = make_context();
   const Graph g = toy_update_graph();
   const auto refused = [&](ProgramOptions options, const std::string& fragment) {
-    try {
-      Program program(ctx, g, std::move(options));
-      ADD_FAILURE() << "accepted; expected an error containing '" << fragment << "'";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-    }
+    expect_refused(ctx, g, std::move(options), fragment);
   };
   refused({.resident_params = true, .writebacks = {{"nope", "w"}}}, "no output named 'nope'");
   refused({.resident_params = true, .writebacks = {{"w.new", "nope"}}}, "no input named 'nope'");
@@ -144,6 +160,41 @@ TEST_F(VkTest, BadWritebacksAreRefusedWhenTheProgramIsBuilt) {
   refused({.resident_params = false, .writebacks = {{"w.new", "w"}}}, "not resident");
   refused({.resident_params = true, .writebacks = {{"loss", "w"}}}, "f32[] but the input is f32[3]");
   refused({.resident_params = true, .writebacks = {{"w.new", "w"}, {"w.new", "w"}}}, "target of another");
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+// Device outputs are not read back by run(); read_output() gives the last completed run's value,
+// also across writeback parity flips (the output's range may differ between the two recordings).
+TEST_F(VkTest, DeviceOutputsStayOnTheDeviceUntilRead) {
+  auto ctx = make_context();
+  const Graph g = toy_update_graph();
+  Program program(
+      ctx, g,
+      {.resident_params = true, .writebacks = {{"w.new", "w"}, {"count.new", "count"}}, .device_outputs = {"loss"}});
+  EXPECT_THROW((void)program.read_output("loss"), Error);  // no run yet
+  std::vector<float> w = kToyW;
+  write_toy_params(program);
+  const std::vector<float>& x = kToyX;
+  for (int step = 0; step < 3; ++step) {
+    const TensorMap out = program.run({{"x", HostTensor::f32({3}, x)}});
+    EXPECT_TRUE(out.empty()) << "step " << step;
+    float loss = 0.f;
+    for (int i = 0; i < 3; ++i) loss += x[i] * w[i];
+    EXPECT_FLOAT_EQ(static_cast<float>(program.read_output("loss").values[0]), loss) << "step " << step;
+    for (int i = 0; i < 3; ++i) w[i] = w[i] - 0.5f * x[i] * w[i];
+  }
+  // A run that throws (a missing input) leaves no value to read.
+  EXPECT_THROW((void)program.run({}), Error);
+  EXPECT_THROW((void)program.read_output("loss"), Error);
+
+  const auto refused = [&](ProgramOptions options, const std::string& fragment) {
+    expect_refused(ctx, g, std::move(options), fragment);
+  };
+  refused({.device_outputs = {"nope"}}, "no output has that name");
+  refused({.device_outputs = {"loss", "loss"}}, "named twice");
+  refused({.resident_params = true, .writebacks = {{"w.new", "w"}}, .device_outputs = {"w.new"}}, "writeback source");
+  Program plain(ctx, g);
+  EXPECT_THROW((void)plain.read_output("loss"), Error);  // not a device output
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 

@@ -40,6 +40,17 @@ struct ProgramOptions {
   // (src/vk/fusion.h): same bits as the unfused kernels, fewer dispatches and no round trips of
   // the intermediate values through memory. Off: one dispatch per node.
   bool fuse_elementwise = true;
+  // A matmul operand made by a transpose of the last two axes (swap_axes(x, -2, -1), or a permute
+  // swapping only those) is read from x in place, by the matmul kernel's transposed-operand path,
+  // and the transpose records no dispatch when only such matmuls (or other absorbed transposes)
+  // read its output and it is not a graph output (src/vk/transpose_absorb.h). Same bits as the
+  // copy. Off: every transpose is materialized.
+  bool absorb_transposes = true;
+  // Graph outputs that stay on the device: run() neither reads them back nor returns them, and
+  // read_output() fetches the last run's value on demand. For results the host needs only
+  // sometimes (or never: a benchmark's chain), so a run moves no more data than it must. Each must
+  // name a graph output that is not a writeback source (those stay on the device already).
+  std::vector<std::string> device_outputs;
 };
 
 // One dispatch's device time in the last run (ProgramOptions::timestamps).
@@ -50,12 +61,13 @@ struct DispatchTiming {
 };
 
 struct ProgramStats {
-  std::size_t dispatches = 0;        // recorded for every run
-  std::size_t barriers = 0;          // compute->compute barriers between dispatches
-  std::size_t constants = 0;         // nodes without inputs, computed once when the program was built
-  std::size_t aliases = 0;           // reshapes that share their input's memory (no dispatch)
-  std::uint64_t device_bytes = 0;    // the planned device buffer
-  std::uint64_t unshared_bytes = 0;  // what it would be without memory reuse
+  std::size_t dispatches = 0;           // recorded for every run
+  std::size_t barriers = 0;             // compute->compute barriers between dispatches
+  std::size_t constants = 0;            // nodes without inputs, computed once when the program was built
+  std::size_t aliases = 0;              // reshapes that share their input's memory (no dispatch)
+  std::size_t absorbed_transposes = 0;  // transposes read in place by matmuls (no dispatch)
+  std::uint64_t device_bytes = 0;       // the planned device buffer
+  std::uint64_t unshared_bytes = 0;     // what it would be without memory reuse
 };
 
 class Program {
@@ -84,6 +96,9 @@ class Program {
   // run() and throws tg::Error for an input that is not resident.
   void write_input(std::string_view name, const HostTensor& value);
   HostTensor read_input(std::string_view name) const;
+  // The last run's value of a device output (ProgramOptions::device_outputs); throws tg::Error for
+  // any other name, or before the first run.
+  HostTensor read_output(std::string_view name) const;
   bool is_resident(std::string_view name) const;
 
   // After a run: one line per value whose guard region no longer holds the sentinel, naming the

@@ -59,6 +59,24 @@ struct KernelLaunch {
 // sum_to_shape's block partials). Defined in matmul.cpp.
 KernelLaunch ordered_sum_of_partials(ValueId output, std::uint64_t n, std::uint64_t parts, std::string label);
 
+// A matmul operand as a launch reads it: `value` holds the operand itself, or (transposed) the
+// operand with its last two axes swapped: [..., K, M] for the lhs, [..., N, K] for the rhs.
+struct MatmulOperand {
+  ValueId value = -1;
+  bool transposed = false;
+};
+
+// The launch of matmul `node` reading its operands from `lhs` and `rhs` (the plain launch reads
+// node.inputs untransposed). Tiles, K splits and the accumulation order depend on the node's
+// shapes only, so the result has the same bits either way. Defined in matmul.cpp; throws for a
+// transposed lhs where matmul_can_read_transposed() is false.
+KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOperand lhs, MatmulOperand rhs);
+
+// Whether operand 0 (lhs) or 1 (rhs) of matmul `node` may be read transposed: always the rhs; the
+// lhs when it is 2-D or the product is batched (a 2-D rhs folds a higher-rank lhs's leading dims
+// into M, which a transposed layout does not allow).
+bool matmul_can_read_transposed(const Graph& graph, const Node& node, std::size_t operand);
+
 // The launch followed by its `then` launches, in recording order.
 std::vector<const KernelLaunch*> launch_steps(const KernelLaunch& launch);
 

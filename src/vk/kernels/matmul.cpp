@@ -10,6 +10,13 @@
 // partial products to the node's scratch, then matmul_split_sum adds the partials in ascending
 // order: two dispatches, deterministic, fp32 throughout (each output is now a sum of `splits`
 // ascending partial sums, within the same tolerance class as one ascending sum).
+//
+// Transposed operands: plan_matmul_reading() binds an operand's swap_axes input instead of the
+// swapped copy and sets the shader's specialization constants A_T / B_T (src/vk/transpose_absorb.cpp
+// decides where). Tiles, splits and the order of the K sum come from the logical shapes alone, so
+// the launch gives the same bits as the plain one on the copy. Plain launches set no specialization
+// constants: their pipeline is the untransposed kernel alone, which runtime transpose flags had
+// slowed (~11% for the large tiles on an H200).
 #include <algorithm>
 #include <limits>
 
@@ -26,15 +33,19 @@ constexpr std::uint32_t kGroupSize = 256;
 // Workgroups a launch should offer: about two per core of a 132-core H100/H200. Below
 // kLargeTileMin large tiles the product takes small ones (4x the workgroups); below kTargetGroups
 // a 2-D product splits K, each range at least kMinSplitK long (shorter ranges spend more on
-// writing and summing partials than they save).
+// writing and summing partials than they save), but only when one tile's unsplit K loop is at
+// least kMinSplitWork multiply-adds per invocation (16 outputs each for small tiles, 64 for large):
+// about 8 us on an H200, below which the second dispatch and its barrier cost what the split saves
+// (W1's [64, 256] x [256, 64] weight gradients: 4 us each, not worth a 4 us partial sum).
 constexpr std::uint64_t kTargetGroups = 256;
 constexpr std::uint64_t kLargeTileMin = 64;
 constexpr std::int64_t kMinSplitK = 64;
+constexpr std::int64_t kMinSplitWork = 16384;
 
 // Must match the FLAG_* constants of shaders/matmul.comp.
 constexpr std::uint32_t kFlagLarge = 1;  // 128x128 tiles
 constexpr std::uint32_t kFlagVecA = 2;   // rows of A start on vec4 boundaries
-constexpr std::uint32_t kFlagVecBC = 4;  // N % 4 == 0: rows of B and C move as vec4
+constexpr std::uint32_t kFlagVecBC = 4;  // N % 4 == 0: rows of C (and of an untransposed B) move as vec4
 
 struct MatmulPush {
   std::uint32_t m = 0;
@@ -46,9 +57,10 @@ struct MatmulPush {
   std::uint32_t a_batch_stride = 0;
   std::uint32_t b_batch_stride = 0;
   std::uint32_t flags = 0;
-  std::uint32_t lda = 0;  // A's row stride
+  std::uint32_t lda = 0;  // A's stored row stride (K, or M when transposed)
+  std::uint32_t ldb = 0;  // B's stored row stride (N, or K when transposed); the shader reads it under B_T only
 };
-static_assert(sizeof(MatmulPush) == 40);
+static_assert(sizeof(MatmulPush) == 44);
 
 struct SplitSumPush {
   std::uint32_t n = 0;
@@ -71,7 +83,13 @@ std::int64_t choose_splits(std::uint64_t tiles, std::int64_t k) {
   return best;
 }
 
-KernelLaunch plan_matmul(const Graph& graph, const Node& node) {
+}  // namespace
+
+KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOperand lhs, MatmulOperand rhs) {
+  if (lhs.transposed && !matmul_can_read_transposed(graph, node, 0)) {
+    throw Error("Vulkan kernel for 'matmul': a transposed lhs needs a 2-D lhs or a batched product, got " +
+                graph.type(node.inputs[0]).to_string() + " x " + graph.type(node.inputs[1]).to_string());
+  }
   const Shape& a = graph.type(node.inputs[0]).shape;
   const Shape& b = graph.type(node.inputs[1]).shape;
   const std::int64_t k = a.back();
@@ -90,7 +108,9 @@ KernelLaunch plan_matmul(const Graph& graph, const Node& node) {
   const bool large = m >= kLargeTile && n >= kLargeTile && tile_count(m, n, batches, kLargeTile) >= kLargeTileMin;
   const std::int64_t tile = large ? kLargeTile : kSmallTile;
   const std::uint64_t tiles = tile_count(m, n, batches, tile);
-  const std::int64_t splits = batches == 1 && tiles < kTargetGroups ? choose_splits(tiles, k) : 1;
+  const std::int64_t work_per_invocation = tile * tile / kGroupSize * k;
+  const std::int64_t splits =
+      batches == 1 && tiles < kTargetGroups && work_per_invocation >= kMinSplitWork ? choose_splits(tiles, k) : 1;
   const std::int64_t k_range = k / std::max<std::int64_t>(splits, 1);  // K = 0: one range of 0
 
   MatmulPush push;
@@ -100,23 +120,33 @@ KernelLaunch plan_matmul(const Graph& graph, const Node& node) {
   push.batches = static_cast<std::uint32_t>(splits > 1 ? splits : batches);
   push.tiles_m = static_cast<std::uint32_t>((m + tile - 1) / tile);
   push.tiles_n = static_cast<std::uint32_t>((n + tile - 1) / tile);
-  push.a_batch_stride = static_cast<std::uint32_t>(splits > 1 ? k_range : m * k);
-  push.b_batch_stride = splits > 1 ? static_cast<std::uint32_t>(k_range * n)
+  // A split's K range starts k_range columns further along a stored row, or k_range stored rows
+  // further down a transposed operand.
+  push.a_batch_stride = static_cast<std::uint32_t>(splits > 1 ? (lhs.transposed ? k_range * m : k_range) : m * k);
+  push.b_batch_stride = splits > 1 ? static_cast<std::uint32_t>(rhs.transposed ? k_range : k_range * n)
                         : batched  ? static_cast<std::uint32_t>(k * n)
                                    : 0u;
-  push.lda = static_cast<std::uint32_t>(k);
-  // vec4 rows: every row and batch of A (B and C) starts on a vec4 of its binding. Only the large
-  // tiles use vec4; the small ones always move scalars.
+  push.lda = static_cast<std::uint32_t>(lhs.transposed ? m : k);
+  push.ldb = static_cast<std::uint32_t>(rhs.transposed ? k : n);
+  // vec4 rows: every stored row and batch of A (B and C) starts on a vec4 of its binding. Only the
+  // large tiles use vec4; the small ones always move scalars.
   const bool vec_a = push.lda % 4 == 0 && push.a_batch_stride % 4 == 0;
+  const bool vec_bt = rhs.transposed && push.ldb % 4 == 0 && push.b_batch_stride % 4 == 0;
   push.flags = (large ? kFlagLarge : 0u) | (vec_a ? kFlagVecA : 0u) | (n % 4 == 0 ? kFlagVecBC : 0u);
 
   KernelLaunch launch;
   launch.shader = "matmul";
-  launch.bindings = {node.inputs[0], node.inputs[1], splits > 1 ? kScratch : node.output};
+  launch.bindings = {lhs.value, rhs.value, splits > 1 ? kScratch : node.output};
   // K = 0: the operands are empty (a zero-byte binding is invalid) and never read; the shader
   // writes zeros. Bind the output in their slots.
   if (k == 0) launch.bindings = {node.output, node.output, node.output};
   append_pod(launch.push, push);
+  // The shader's specialization constants 0..2: A_T, B_T, VEC_BT (booleans, passed as 32-bit VkBool32).
+  // Only a transposed launch sets them: a plain one keeps the shader's defaults (all false), i.e. the
+  // untransposed kernel, under the pipeline key of a launch without specialization constants.
+  if (lhs.transposed || rhs.transposed) {
+    launch.specialization = {lhs.transposed ? 1u : 0u, rhs.transposed ? 1u : 0u, vec_bt ? 1u : 0u};
+  }
   const std::uint64_t groups = tiles * static_cast<std::uint64_t>(splits);
   if (groups > std::numeric_limits<std::uint32_t>::max()) {
     throw Error("Vulkan kernel for 'matmul': " + std::to_string(groups) + " output tiles exceed 32-bit indexing");
@@ -131,6 +161,18 @@ KernelLaunch plan_matmul(const Graph& graph, const Node& node) {
         ordered_sum_of_partials(node.output, outputs, static_cast<std::uint64_t>(splits), "matmul (split-K sum)"));
   }
   return launch;
+}
+
+bool matmul_can_read_transposed(const Graph& graph, const Node& node, std::size_t operand) {
+  // A 2-D rhs folds the lhs's leading dims into M: rows of a transposed [..., K, M] lhs would then
+  // not be evenly strided, unless there are none.
+  return operand == 1 || graph.type(node.inputs[1]).shape.size() > 2 || graph.type(node.inputs[0]).shape.size() == 2;
+}
+
+namespace {
+
+KernelLaunch plan_matmul(const Graph& graph, const Node& node) {
+  return plan_matmul_reading(graph, node, {node.inputs[0], false}, {node.inputs[1], false});
 }
 
 }  // namespace
