@@ -33,14 +33,9 @@ StepResult Training::step(const TensorMap& data) {
   const RunResult run = core.compiled.session->run(feed);
   if (!run.ok()) return TrainingResult<double>::failed(run.failure());
   try {
-    TensorMap outputs = run.outputs();
-    TensorMap grads;
-    for (const std::string& name : core.compiled.param_names) {
-      auto node = outputs.extract("grad." + name);
-      if (!node.empty()) grads.emplace(name, std::move(node.mapped()));
-    }
+    const TensorMap& outputs = run.outputs();
     const double loss = outputs.at("loss").values.at(0);
-    core.last_grads = std::move(grads);
+    core.has_grads = true;
     core.steps = number;
     ++core.params_version;
     return TrainingResult<double>::completed(loss, Captures::from_outputs(outputs));
@@ -83,8 +78,11 @@ TensorMap Training::download_param_tensors() const {
 ParamValues Training::download_params() const { return as_floats(download_param_tensors()); }
 
 TensorMap Training::download_param_grad_tensors() const {
-  if (!core_->last_grads) throw Error("download_param_grads: no step has completed yet (since compile or reset)");
-  return *core_->last_grads;
+  if (!core_->has_grads) throw Error("download_param_grads: no step has completed yet (since compile or reset)");
+  TensorMap out;
+  for (const auto& [param, input] : core_->compiled.grad_inputs)
+    out.emplace(param, core_->compiled.session->param(input));
+  return out;
 }
 
 ParamValues Training::download_param_grads() const { return as_floats(download_param_grad_tensors()); }

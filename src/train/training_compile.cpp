@@ -103,6 +103,14 @@ CompiledStep compile_step(const ErasedTrainingSpec& spec) {
   }
   OptimizedGraph optimized = append_optimizer(with_grads, grads, spec.optimizer);
   out.state_inputs = optimized.state_inputs;
+  for (const std::string& name : out.param_names) {
+    const auto grad = optimized.graph.find_output("grad." + name);
+    if (!grad) continue;
+    const std::string input = name + ".last_grad";
+    optimized.graph.add_input(input, InputKind::state, optimized.graph.type(*grad));
+    optimized.writebacks.push_back({"grad." + name, input});
+    out.grad_inputs.emplace_back(name, input);
+  }
   out.uses_step_seed = optimized.graph.find_input(kStepSeedInput).has_value();
   out.session = std::make_unique<Session>(optimized.graph, SessionOptions{.backend = spec.backend,
                                                                           .vk_context = spec.vk_context,
@@ -122,9 +130,13 @@ void TrainingCore::reinit(bool params, bool optimizer) {
       const auto id = session.graph().find_input(name);
       session.set_param(name, HostTensor::filled(session.graph().type(*id), 0.0));
     }
+    for (const auto& [param, input] : compiled.grad_inputs) {
+      const auto id = session.graph().find_input(input);
+      session.set_param(input, HostTensor::filled(session.graph().type(*id), 0.0));
+    }
     steps = 0;
     lr = base_lr;
-    last_grads.reset();
+    has_grads = false;
   }
 }
 

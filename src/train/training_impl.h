@@ -17,7 +17,11 @@ struct CompiledStep {
   std::vector<ParamInfo> params;
   std::vector<std::string> param_names;
   std::vector<std::string> state_inputs;  // the optimizer's, zero at step 0
-  std::unique_ptr<Session> session;       // holds the graph, params and state
+  // Per param with a gradient: the state input "<param>.last_grad" that output "grad.<param>"
+  // writes back into after every completed step, so the gradients stay with the backend (a W2 step
+  // on an H200 spent ~2.5 ms reading them back) and a failed step leaves the last ones in place.
+  std::vector<std::pair<std::string, std::string>> grad_inputs;  // (param, input)
+  std::unique_ptr<Session> session;                              // holds the graph, params and state
   bool uses_step_seed = false;
 };
 
@@ -28,7 +32,7 @@ struct TrainingCore {
   std::uint64_t seed = 0;
   CompiledStep compiled;
   std::int64_t steps = 0;
-  std::optional<TensorMap> last_grads;  // "grad.<param>" of the last completed step, keyed by param
+  bool has_grads = false;  // a step completed since compile, reset or load: grad_inputs hold its gradients
   // Bumped whenever params change (steps, uploads, resets, loads), so forwards know to copy them.
   std::uint64_t params_version = 0;
   // Bumped by replace_model: forwards drop their compiled graphs.

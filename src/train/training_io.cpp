@@ -1,4 +1,5 @@
 // Training::save / load: params, optimizer state and the step counter in one safetensors file.
+#include <algorithm>
 #include <charconv>
 
 #include "tensorgrad/ir/error.h"
@@ -11,12 +12,16 @@ namespace {
 constexpr const char* kStepKey = "tensorgrad.step";
 constexpr const char* kSeedKey = "tensorgrad.seed";
 
-// Every param and optimizer state input with its type: what a checkpoint holds.
+// Every param and optimizer state input with its type: what a checkpoint holds (the last step's
+// gradients, also state inputs of the step graph, are not part of it).
 std::map<std::string, TensorType> checkpoint_types(const detail::TrainingCore& core) {
   std::map<std::string, TensorType> out;
   const Graph& graph = core.compiled.session->graph();
   for (const GraphInput& in : graph.inputs()) {
-    if (in.kind != InputKind::data) out.emplace(in.name, graph.type(in.value));
+    if (in.kind == InputKind::data) continue;
+    const auto& grads = core.compiled.grad_inputs;
+    if (std::any_of(grads.begin(), grads.end(), [&](const auto& g) { return g.second == in.name; })) continue;
+    out.emplace(in.name, graph.type(in.value));
   }
   return out;
 }
@@ -45,7 +50,7 @@ void Training::load(const std::string& path) {
   }
   for (const auto& [name, value] : file.tensors) core.compiled.session->set_param(name, value);
   core.steps = steps;
-  core.last_grads.reset();
+  core.has_grads = false;
   ++core.params_version;
 }
 

@@ -77,6 +77,13 @@ TEST_F(VkTest, TrainingMatchesTheF32InterpreterFor20Steps) {
   for (const auto& [name, values] : pb) {
     for (std::size_t i = 0; i < values.size(); ++i) EXPECT_NEAR(pa.at(name)[i], values[i], 1e-4) << name;
   }
+  // The last step's gradients stay on the device until asked for; they are the interpreter's.
+  const ParamValues ga = gpu.download_param_grads(), gb = cpu.download_param_grads();
+  ASSERT_EQ(ga.size(), gb.size());
+  for (const auto& [name, values] : gb) {
+    ASSERT_EQ(ga.at(name).size(), values.size()) << name;
+    for (std::size_t i = 0; i < values.size(); ++i) EXPECT_NEAR(ga.at(name)[i], values[i], 1e-4) << name;
+  }
   char worst_text[32];
   std::snprintf(worst_text, sizeof worst_text, "%.3g", worst);
   RecordProperty("worst_relative_loss_difference", worst_text);
@@ -145,6 +152,7 @@ TEST_F(VkTest, TrainingNanStepLeavesDeviceParamsAndStateUnchanged) {
   const TensorMap data = batch();
   for (int s = 0; s < 3; ++s) ASSERT_TRUE(train.step(data).ok());
   const TensorMap params = train.download_param_tensors(), state = train.download_optimizer_state();
+  const TensorMap grads = train.download_param_grad_tensors();
   TensorMap bad = data;
   bad.at("x").values[0] = std::numeric_limits<double>::quiet_NaN();
   const StepResult r = train.step(bad);
@@ -152,10 +160,14 @@ TEST_F(VkTest, TrainingNanStepLeavesDeviceParamsAndStateUnchanged) {
   EXPECT_EQ(r.failure().kind, "nonfinite");
   EXPECT_EQ(train.download_param_tensors(), params);
   EXPECT_EQ(train.download_optimizer_state(), state);
+  EXPECT_EQ(train.download_param_grad_tensors(), grads) << "the grads are those of the last completed step";
   EXPECT_EQ(train.steps(), 3);
   ASSERT_TRUE(train.step(data).ok());
   EXPECT_EQ(train.steps(), 4);
   EXPECT_NE(train.download_param_tensors(), params);
+  // Resetting the optimizer forgets the gradients.
+  train.reset({.params = false, .optimizer = true});
+  EXPECT_THROW((void)train.download_param_grads(), Error);
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 
