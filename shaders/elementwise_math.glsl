@@ -15,6 +15,9 @@ const uint EW_ADD = 0u, EW_SUB = 1u, EW_MUL = 2u, EW_DIV = 3u, EW_MINIMUM = 4u, 
 const uint EW_NEG = 0u, EW_ABS = 1u, EW_SQUARE = 2u, EW_SQRT = 3u, EW_RSQRT = 4u, EW_EXP = 5u, EW_LOG = 6u;
 const uint EW_SIN = 7u, EW_COS = 8u, EW_TANH = 9u, EW_SIGMOID = 10u, EW_RELU = 11u, EW_GELU = 12u;
 const uint EW_SILU = 13u, EW_CLAMP = 14u;
+// Only the fused kernel uses EW_COPY: a broadcast_to of one element, fused as a copy of its
+// (broadcast) input.
+const uint EW_COPY = 15u;
 
 // exp only sees non-positive arguments: no overflow for large |x|.
 float ew_stable_sigmoid(float x) {
@@ -82,6 +85,7 @@ float ew_unary(uint op, float x, float lo, float hi) {
     case EW_GELU: r = ew_gelu(x); break;
     case EW_SILU: r = x * ew_stable_sigmoid(x); break;
     case EW_CLAMP: r = x < lo ? lo : (x > hi ? hi : x); break;
+    case EW_COPY: r = x; break;
   }
   return r;
 }

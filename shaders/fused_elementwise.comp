@@ -7,7 +7,9 @@
 // unused input, output or step folds away, and the intermediates live in registers only.
 //
 // Registers: 0..NUM_INPUTS-1 hold the inputs (a one-element input is broadcast: read once per
-// invocation), MAX_INPUTS + s holds step s's result. A step word is
+// invocation; a periodic input, one whose shape is the output's trailing axes, e.g. a bias [C]
+// under [N, C], repeats every pc.period[k] elements, a multiple of 4), MAX_INPUTS + s holds step
+// s's result. A step word is
 //   op | a << 8 | b << 16 | clamp << 24
 // with op < UNARY an ew_binary code (of registers a, b) and op >= UNARY an ew_unary code + UNARY (of
 // register a; clamp picks its bounds in the push constants). The math is elementwise_math.glsl, as
@@ -54,11 +56,13 @@ layout(constant_id = 25) const uint P20 = 0u;
 layout(constant_id = 26) const uint P21 = 0u;
 layout(constant_id = 27) const uint P22 = 0u;
 layout(constant_id = 28) const uint P23 = 0u;
+layout(constant_id = 29) const uint PERIODIC_INPUTS = 0u;  // bit k: input k repeats (pc.period[k])
 
 layout(push_constant) uniform Push {
   uint n;  // elements of every non-broadcast input and every output
   float lo[MAX_CLAMPS];
   float hi[MAX_CLAMPS];
+  uint period[MAX_INPUTS];  // elements, a multiple of 4 (periodic inputs only)
 } pc;
 
 // Bindings 0..11: inputs (unused ones bound to input 0), 12..15: outputs (unused ones bound to
@@ -80,6 +84,7 @@ uvec4 Y[MAX_OUTPUTS];  // the outputs' words
 float R[MAX_INPUTS + MAX_STEPS];
 
 bool is_scalar(uint k) { return ((SCALAR_INPUTS >> k) & 1u) != 0u; }
+bool is_periodic(uint k) { return ((PERIODIC_INPUTS >> k) & 1u) != 0u; }
 
 float step_value(uint word) {
   const uint op = word & 0xFFu;
@@ -109,10 +114,15 @@ void run_lane(uint c) {
 
 #define LOAD_SCALAR(k) \
   if (k < NUM_INPUTS && is_scalar(k)) X[k] = uvec4(in##k[0]);
-#define LOAD4(k) \
-  if (k < NUM_INPUTS && !is_scalar(k)) X[k] = in##k##v[v];
-#define LOAD1(k) \
-  if (k < NUM_INPUTS && !is_scalar(k)) X[k] = uvec4(in##k[i]);
+#define LOAD4(k)                                 \
+  if (k < NUM_INPUTS && !is_scalar(k)) {         \
+    if (is_periodic(k))                          \
+      X[k] = in##k##v[v % (pc.period[k] >> 2u)]; \
+    else                                         \
+      X[k] = in##k##v[v];                        \
+  }
+#define LOAD1(k)                                                                \
+  if (k < NUM_INPUTS && !is_scalar(k)) X[k] = uvec4(in##k[is_periodic(k) ? i % pc.period[k] : i]);
 #define STORE4(o) \
   if (o < NUM_OUTPUTS) out##o##v[v] = Y[o];
 #define STORE1(o) \

@@ -20,14 +20,29 @@ constexpr std::size_t kMaxInputs = 12;
 constexpr std::size_t kMaxOutputs = 4;
 constexpr std::size_t kMaxSteps = 24;
 constexpr std::size_t kMaxClamps = 4;
-constexpr std::uint32_t kUnary = 16;  // step op codes: ew_binary's, or ew_unary's + kUnary
+constexpr std::uint32_t kUnary = 16;          // step op codes: ew_binary's, or ew_unary's + kUnary
+constexpr std::uint32_t kCopy = kUnary + 15;  // EW_COPY: broadcast_to of one element
 
 struct FusedPush {
   std::uint32_t n = 0;
   float lo[kMaxClamps] = {};
   float hi[kMaxClamps] = {};
+  std::uint32_t period[kMaxInputs] = {};  // periodic inputs: their element count
 };
-static_assert(sizeof(FusedPush) == 36);
+static_assert(sizeof(FusedPush) == 84);
+
+// An operand that repeats along the output: its shape, without leading 1s, is the output's
+// trailing axes (a bias [C] or [1, C] under [N, C]), and it spans whole vec4s. Element i of the
+// output reads its element i % size, as the per-op kernel's broadcast strides do.
+bool periodic(const TensorType& in, const TensorType& out) {
+  if (in.size() <= 1 || in.size() % 4 != 0 || in.size() >= out.size()) return false;
+  std::size_t lead = 0;
+  while (lead < in.shape.size() && in.shape[lead] == 1) ++lead;
+  const std::size_t rank = in.shape.size() - lead;
+  if (rank > out.shape.size()) return false;
+  return std::equal(in.shape.begin() + static_cast<std::ptrdiff_t>(lead), in.shape.end(),
+                    out.shape.end() - static_cast<std::ptrdiff_t>(rank));
+}
 
 // The op's code in elementwise_math.glsl (the per-op kernels push the same codes).
 std::optional<std::uint32_t> op_code(OpId op) {
@@ -83,9 +98,11 @@ std::optional<std::uint32_t> op_code(OpId op) {
 // the family kernel (a fused step reproduces that kernel's bits, no other's), every operand either
 // of the output's shape or a single element (broadcast), the output non-empty.
 std::optional<std::uint32_t> fusable_code(const Graph& graph, const Node& node, const KernelLaunch& launch) {
-  const auto code = op_code(node.op);
+  // broadcast_to of one element: a copy step of a broadcast (one-element) register.
+  const bool broadcast_one = node.op == OpId::BroadcastTo && graph.type(node.inputs[0]).size() == 1;
+  const auto code = broadcast_one ? std::optional<std::uint32_t>(kCopy) : op_code(node.op);
   if (!code) return std::nullopt;
-  const char* family = *code < kUnary ? "elementwise_binary" : "elementwise_unary";
+  const char* family = broadcast_one ? "layout" : *code < kUnary ? "elementwise_binary" : "elementwise_unary";
   if (launch.shader != family || launch.items == 0 || !launch.then.empty() || launch.index_check ||
       launch.scratch_bytes != 0 || !launch.extra_reads.empty()) {
     return std::nullopt;
@@ -96,7 +113,7 @@ std::optional<std::uint32_t> fusable_code(const Graph& graph, const Node& node, 
   }
   for (ValueId v : node.inputs) {
     const TensorType& in = graph.type(v);
-    if (in.dtype != DType::f32 || !(in.shape == out.shape || in.size() == 1)) return std::nullopt;
+    if (in.dtype != DType::f32 || !(in.shape == out.shape || in.size() == 1 || periodic(in, out))) return std::nullopt;
   }
   return code;
 }
@@ -150,9 +167,16 @@ class Run {
     FusedPush push = push_;
     push.n = static_cast<std::uint32_t>(type.size());
 
-    std::uint32_t scalars = 0, output_registers = 0;
+    std::uint32_t scalars = 0, periodics = 0, output_registers = 0;
     for (std::size_t k = 0; k < inputs_.size(); ++k) {
-      if (!(graph_.type(inputs_[k]).shape == type.shape)) scalars |= 1u << k;
+      const TensorType& in = graph_.type(inputs_[k]);
+      if (in.shape == type.shape) continue;
+      if (in.size() == 1) {
+        scalars |= 1u << k;
+      } else {
+        periodics |= 1u << k;
+        push.period[k] = static_cast<std::uint32_t>(in.size());
+      }
     }
     for (std::size_t o = 0; o < written.size(); ++o) output_registers |= registers_.at(written[o]) << (8 * o);
 
@@ -170,6 +194,7 @@ class Run {
                              scalars, static_cast<std::uint32_t>(written.size()), output_registers};
     launch.specialization.insert(launch.specialization.end(), steps_.begin(), steps_.end());
     launch.specialization.resize(5 + kMaxSteps, 0);
+    launch.specialization.push_back(periodics);
     launch.label = "fused(";
     for (std::size_t s = 0; s < nodes_.size(); ++s) {
       launch.label += (s ? "," : "") + std::string(op_name(graph_.node(nodes_[s]).op));

@@ -1,0 +1,142 @@
+// Elementwise fusion with broadcast operands (src/vk/fusion.cpp): a periodic operand, one whose
+// shape is the output's trailing axes (a bias [C] or [1, C] under [N, C]), joins a fused run and is
+// read at i % C; a broadcast_to of one element joins as a copy step. Every case compiles the graph
+// with fusion off and on and demands the same bits, fewer dispatches where a pair now fuses, and
+// agreement with the f64 oracle (guards and replay included).
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "tensorgrad/tensorgrad.h"
+#include "tensorgrad/vk/executor.h"
+#include "vk_oracle_check.h"
+#include "vk_test_support.h"
+
+namespace tg::vk {
+namespace {
+
+using testing::random_f32;
+using testing::VkTest;
+
+struct Counts {
+  std::size_t plain = 0, fused = 0;
+};
+
+// Runs g unfused and fused: same bits for every output; returns both dispatch counts.
+Counts expect_same_bits(const std::shared_ptr<Context>& ctx, const Graph& g, const TensorMap& inputs) {
+  Program plain(ctx, g, {.fuse_elementwise = false});
+  Program fused(ctx, g);
+  const TensorMap a = plain.run(inputs), b = fused.run(inputs);
+  EXPECT_EQ(a.size(), b.size());
+  for (const auto& [name, x] : a) {
+    const HostTensor& y = b.at(name);
+    EXPECT_EQ(x.type, y.type) << name;
+    for (std::size_t i = 0; i < x.values.size() && i < y.values.size(); ++i) {
+      if (std::bit_cast<std::uint32_t>(static_cast<float>(x.values[i])) !=
+          std::bit_cast<std::uint32_t>(static_cast<float>(y.values[i]))) {
+        ADD_FAILURE() << name << "[" << i << "]: unfused " << x.values[i] << ", fused " << y.values[i];
+        break;
+      }
+    }
+  }
+  testing::check_against_oracle(ctx, g, inputs, {.otherwise = std::nullopt});
+  return {plain.stats().dispatches, fused.stats().dispatches};
+}
+
+// A linear layer's bias add and activation (the forward of every MLP layer): with the bias as a
+// periodic operand they are one dispatch; also as [1, C], on a 3-D activation, on either side of
+// the add, and with the bias used twice.
+TEST_F(VkTest, FusionJoinsABiasBroadcastAlongTrailingAxes) {
+  auto ctx = make_context();
+  GraphBuilder b("bias_relu");
+  TracingScope scope(b);
+  const Tensor x = b.input("x", {DType::f32, {256, 64}});
+  const Tensor bias = b.input("bias", {DType::f32, {64}});
+  b.output("y", relu(add(x, bias)));
+  const Graph g = b.take();
+  const TensorMap in{{"x", random_f32({256, 64}, 1)}, {"bias", random_f32({64}, 2)}};
+  const Counts c = expect_same_bits(ctx, g, in);
+  EXPECT_EQ(c.plain, 2u);
+  EXPECT_EQ(c.fused, 1u);
+
+  GraphBuilder b2("bias_shapes");
+  TracingScope scope2(b2);
+  const Tensor h = b2.input("h", {DType::f32, {5, 7, 12}});
+  const Tensor row = b2.input("row", {DType::f32, {1, 12}});
+  const Tensor plane = b2.input("plane", {DType::f32, {7, 12}});
+  // 5 * 7 * 12 = 420 elements: whole vec4s of the periods 12 and 84, plus a scalar tail of none.
+  b2.output("z", tanh(mul(plane, sub(row, h))) + row);
+  const Graph g2 = b2.take();
+  const TensorMap in2{
+      {"h", random_f32({5, 7, 12}, 3)}, {"row", random_f32({1, 12}, 4)}, {"plane", random_f32({7, 12}, 5)}};
+  const Counts c2 = expect_same_bits(ctx, g2, in2);
+  EXPECT_EQ(c2.plain, 4u);
+  EXPECT_EQ(c2.fused, 1u);
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+// Two runs of different shapes, each with its own periodic operand used twice (period 8 and 4;
+// a periodic operand's output is always whole vec4s, as its period is).
+TEST_F(VkTest, FusionKeepsEachRunsPeriodicOperands) {
+  auto ctx = make_context();
+  GraphBuilder b("two_runs");
+  TracingScope scope(b);
+  const Tensor x = b.input("x", {DType::f32, {33, 8}});
+  const Tensor y = b.input("y", {DType::f32, {3, 11, 4}});
+  const Tensor c8 = b.input("c8", {DType::f32, {8}});
+  const Tensor c4 = b.input("c4", {DType::f32, {4}});
+  b.output("a", sigmoid(x * c8) - c8);
+  b.output("b", exp(tanh(y + c4)) * c4);
+  const Graph g = b.take();
+  const TensorMap in{{"x", random_f32({33, 8}, 6)},
+                     {"y", random_f32({3, 11, 4}, 7)},
+                     {"c8", random_f32({8}, 8)},
+                     {"c4", random_f32({4}, 9)}};
+  const Counts c = expect_same_bits(ctx, g, in);
+  EXPECT_EQ(c.fused, 2u);
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+// Periods that are not whole vec4s, and operands that broadcast along a leading or middle axis,
+// keep the per-op kernel (which broadcasts any way): right results, no fusion across them.
+TEST_F(VkTest, FusionLeavesOtherBroadcastsToThePerOpKernel) {
+  auto ctx = make_context();
+  GraphBuilder b("other_broadcasts");
+  TracingScope scope(b);
+  const Tensor x = b.input("x", {DType::f32, {10, 6}});
+  const Tensor c6 = b.input("c6", {DType::f32, {6}});        // period 6: not whole vec4s
+  const Tensor col = b.input("col", {DType::f32, {10, 1}});  // broadcast along the last axis
+  b.output("a", relu(x + c6));
+  b.output("b", relu(x * col));
+  const Graph g = b.take();
+  const TensorMap in{{"x", random_f32({10, 6}, 10)}, {"c6", random_f32({6}, 11)}, {"col", random_f32({10, 1}, 12)}};
+  const Counts c = expect_same_bits(ctx, g, in);
+  EXPECT_EQ(c.plain, 4u);
+  EXPECT_EQ(c.fused, 4u);
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+// The mean's gradient broadcast back over its input (broadcast_to of one element) joins the
+// elementwise run after it as a copy step.
+TEST_F(VkTest, FusionJoinsABroadcastOfOneElement) {
+  auto ctx = make_context();
+  GraphBuilder b("broadcast_one");
+  TracingScope scope(b);
+  const Tensor x = b.input("x", {DType::f32, {256, 1}});
+  const Tensor s = b.input("s", {DType::f32, {}});
+  const Tensor spread = broadcast_to(s, {256, 1});
+  b.output("y", spread * x - x);
+  b.output("spread", spread);  // written too: the run stores it
+  const Graph g = b.take();
+  const TensorMap in{{"x", random_f32({256, 1}, 13)}, {"s", random_f32({}, 14)}};
+  const Counts c = expect_same_bits(ctx, g, in);
+  EXPECT_EQ(c.plain, 3u);
+  EXPECT_EQ(c.fused, 1u);
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+}  // namespace
+}  // namespace tg::vk
