@@ -11,8 +11,9 @@
 // under [N, C], repeats every pc.period[k] elements, a multiple of 4), MAX_INPUTS + s holds step
 // s's result. A step word is
 //   op | a << 8 | b << 16 | clamp << 24
-// with op < UNARY an ew_binary code (of registers a, b) and op >= UNARY an ew_unary code + UNARY (of
-// register a; clamp picks its bounds in the push constants). The math is elementwise_math.glsl, as
+// with op < UNARY an ew_binary code (of registers a, b), a comparison, or where (of registers a, b
+// and the register in the clamp byte), and op >= UNARY an ew_unary code + UNARY (of register a;
+// clamp picks its bounds in the push constants). The math is elementwise_math.glsl, as
 // in the per-op kernels, so every element gets the same bits as the unfused launches.
 //
 // Layout as in elementwise_binary.comp's fast path: one vec4 of every input and output per
@@ -86,12 +87,21 @@ float R[MAX_INPUTS + MAX_STEPS];
 bool is_scalar(uint k) { return ((SCALAR_INPUTS >> k) & 1u) != 0u; }
 bool is_periodic(uint k) { return ((PERIODIC_INPUTS >> k) & 1u) != 0u; }
 
+// Comparisons give 1.0 or 0.0 (a bool the run's where consumes; the host never lets one reach
+// memory); where picks b or the register in the clamp byte by a != 0.0, copying the value as the
+// per-op kernel copies its word.
+const uint FUSED_LESS = 6u, FUSED_GREATER = 7u, FUSED_EQUAL = 8u, FUSED_WHERE = 9u;
+
 float step_value(uint word) {
   const uint op = word & 0xFFu;
   const float a = R[(word >> 8u) & 0xFFu];
   const float b = R[(word >> 16u) & 0xFFu];
   const uint c = word >> 24u;
   if (op >= UNARY) return ew_unary(op - UNARY, a, pc.lo[c], pc.hi[c]);
+  if (op == FUSED_LESS) return a < b ? 1.0 : 0.0;
+  if (op == FUSED_GREATER) return a > b ? 1.0 : 0.0;
+  if (op == FUSED_EQUAL) return a == b ? 1.0 : 0.0;
+  if (op == FUSED_WHERE) return a != 0.0 ? b : R[c];
   return ew_binary(op, a, b);
 }
 

@@ -59,6 +59,16 @@ std::optional<std::uint32_t> op_code(OpId op) {
       return 4;
     case OpId::Maximum:
       return 5;
+    // Comparisons and where: the per-op kernel's codes; in a fused run a comparison's bool lives in
+    // a register as 1.0 / 0.0 and only the run's own where reads it (see Run::add, writable()).
+    case OpId::Less:
+      return 6;
+    case OpId::Greater:
+      return 7;
+    case OpId::Equal:
+      return 8;
+    case OpId::Where:
+      return 9;
     case OpId::Neg:
       return kUnary + 0;
     case OpId::Abs:
@@ -108,11 +118,19 @@ std::optional<std::uint32_t> fusable_code(const Graph& graph, const Node& node, 
     return std::nullopt;
   }
   const TensorType& out = graph.type(node.output);
-  if (out.dtype != DType::f32 || out.size() <= 0 || out.size() > std::numeric_limits<std::uint32_t>::max()) {
+  const bool compare = node.op == OpId::Less || node.op == OpId::Greater || node.op == OpId::Equal;
+  const bool where = node.op == OpId::Where;
+  if (out.dtype != (compare ? DType::boolean : DType::f32) || out.size() <= 0 ||
+      out.size() > std::numeric_limits<std::uint32_t>::max()) {
     return std::nullopt;
   }
-  for (ValueId v : node.inputs) {
-    const TensorType& in = graph.type(v);
+  for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+    const TensorType& in = graph.type(node.inputs[k]);
+    // where's condition: a bool of the output's shape (Run::add demands the run computed it).
+    if (where && k == 0) {
+      if (in.dtype != DType::boolean || !(in.shape == out.shape)) return std::nullopt;
+      continue;
+    }
     if (in.dtype != DType::f32 || !(in.shape == out.shape || in.size() == 1 || periodic(in, out))) return std::nullopt;
   }
   return code;
@@ -134,6 +152,13 @@ class Run {
   bool add(NodeId n, std::uint32_t code) {
     const Node& node = graph_.node(n);
     if (nodes_.size() == kMaxSteps) return false;
+    // A where's condition must be a comparison of this run (a register holding 1.0 / 0.0): a bool
+    // from memory is an int32 word, not a float.
+    const bool where = node.op == OpId::Where;
+    if (where) {
+      const auto cond = registers_.find(node.inputs[0]);
+      if (cond == registers_.end() || cond->second < kMaxInputs) return false;
+    }
     const bool clamp = node.op == OpId::Clamp;
     if (clamp && clamps_ == kMaxClamps) return false;
     std::vector<ValueId> fresh;
@@ -148,6 +173,7 @@ class Run {
     std::uint32_t word = code;
     word |= registers_.at(node.inputs[0]) << 8;
     if (node.inputs.size() > 1) word |= registers_.at(node.inputs[1]) << 16;
+    if (where) word |= registers_.at(node.inputs[2]) << 24;
     if (clamp) {
       push_.lo[clamps_] = static_cast<float>(node.attrs.real("lo"));
       push_.hi[clamps_] = static_cast<float>(node.attrs.real("hi"));
@@ -263,11 +289,19 @@ class Fuser {
     return out;
   }
 
+  // Whether a run may end with its last node: it stores at most kMaxOutputs values, all f32 (a
+  // comparison's bool is a register of the run, never a stored word).
+  bool may_end(const std::vector<NodeId>& run) const {
+    const std::vector<ValueId> stored = written(run);
+    return stored.size() <= kMaxOutputs &&
+           std::all_of(stored.begin(), stored.end(), [&](ValueId v) { return graph_.type(v).dtype == DType::f32; });
+  }
+
   // The longest run from `start` that the shader's step, input and clamp limits allow (constants in
   // between stay outside it), and the fusable node that hit a limit (kNoNode if none did).
   std::pair<std::vector<NodeId>, NodeId> grow(NodeId start) const {
     Run run(graph_);
-    run.add(start, *code(start));
+    if (!run.add(start, *code(start))) return {{start}, kNoNode};  // a where whose condition is not the run's
     const auto count = static_cast<NodeId>(graph_.nodes().size());
     for (NodeId n = start + 1; n < count; ++n) {
       if (facts_[static_cast<std::size_t>(n)].constant) continue;
@@ -283,12 +317,15 @@ class Fuser {
   // where the run writes the fewest values (not after the first node of the next chain, whose
   // value would go through memory). Remaining ties go to the longest run.
   std::size_t pick_end(const std::vector<NodeId>& window, NodeId breaker) const {
+    // No limit cut the window: the whole of it, when it may end there, is one dispatch instead of
+    // several (independent chains side by side included).
+    if (breaker == kNoNode && window.size() > 1 && may_end(window)) return window.size() - 1;
     std::size_t best = 0;
     std::pair<std::size_t, std::size_t> best_cost{std::numeric_limits<std::size_t>::max(), 0};
     for (std::size_t e = window.size(); e-- > 1;) {
       const std::vector<NodeId> run(window.begin(), window.begin() + static_cast<std::ptrdiff_t>(e) + 1);
+      if (!may_end(run)) continue;
       const std::size_t writes = written(run).size();
-      if (writes > kMaxOutputs) continue;
       std::vector<NodeId> after(window.begin() + static_cast<std::ptrdiff_t>(e) + 1, window.end());
       if (breaker != kNoNode) after.push_back(breaker);
       std::vector<ValueId> crossing;

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
@@ -135,6 +138,47 @@ TEST_F(VkTest, FusionJoinsABroadcastOfOneElement) {
   const Counts c = expect_same_bits(ctx, g, in);
   EXPECT_EQ(c.plain, 3u);
   EXPECT_EQ(c.fused, 1u);
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+// The relu backward: where(x > 0, g, 0) is a comparison and a select; the bool stays a register
+// of the run, so the pair (and the ops around it) is one dispatch. A comparison whose bool is also
+// a graph output, or read by a later node outside the run, keeps its own launch, and so does a
+// where whose condition comes from memory. NaN compares false in both.
+TEST_F(VkTest, FusionJoinsAComparisonAndTheWhereThatReadsIt) {
+  auto ctx = make_context();
+  GraphBuilder b("select");
+  TracingScope scope(b);
+  const Tensor x = b.input("x", {DType::f32, {256, 64}});
+  const Tensor g = b.input("g", {DType::f32, {256, 64}});
+  const Tensor zero = b.input("zero", {DType::f32, {}});
+  b.output("relu_grad", where(greater(x, zero), g, zero) * 2.f);
+  b.output("both", where(less(g, x), x - g, g * x) + where(equal(x, x), g, x));
+  const Graph graph = b.take();
+  TensorMap in{
+      {"x", random_f32({256, 64}, 15)}, {"g", random_f32({256, 64}, 16)}, {"zero", HostTensor::f32({}, {0.f})}};
+  in.at("x").values[3] = std::numeric_limits<double>::quiet_NaN();
+  const Counts fused = expect_same_bits(ctx, graph, in);
+  EXPECT_EQ(fused.plain, 10u);  // the literal 2 is a constant, computed once
+  EXPECT_EQ(fused.fused, 1u);
+
+  GraphBuilder b2("kept_bool");
+  TracingScope scope2(b2);
+  const Tensor y = b2.input("y", {DType::f32, {64, 8}});
+  const Tensor mask_in = b2.input("mask_in", {DType::boolean, {64, 8}});
+  const Tensor mask = greater(y, y * 0.5f);
+  b2.output("mask", mask);                               // the bool is an output: written by its own launch
+  b2.output("picked", where(mask, y, -y));               // reads it from memory
+  b2.output("from_memory", where(mask_in, y, y + 1.f));  // a condition from memory
+  const Graph graph2 = b2.take();
+  std::vector<double> flags(64 * 8);
+  for (std::size_t i = 0; i < flags.size(); ++i) flags[i] = i % 3 == 0 ? 1.0 : 0.0;
+  const TensorMap in2{{"y", random_f32({64, 8}, 18)}, {"mask_in", HostTensor::of({DType::boolean, {64, 8}}, flags)}};
+  // Every run through the comparison would have to store its bool, and the wheres read theirs
+  // from memory: nothing fuses (the mul, neg and add are each alone between them).
+  const Counts counts = expect_same_bits(ctx, graph2, in2);
+  EXPECT_EQ(counts.plain, 6u);
+  EXPECT_EQ(counts.fused, 6u);
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 
