@@ -4,7 +4,7 @@
 // attached to the run's last node; the other nodes' launches get items = 0 (no dispatch). Values
 // the group's nodes produce and nobody outside the group reads are never written to memory.
 // Constants (nodes without inputs) between the run's nodes keep their launches: they only feed it.
-// docs/vulkan.md ("Elementwise fusion") gives the rules and the shader's limits.
+// docs/vulkan-fusion.md ("Elementwise fusion") gives the rules and the shader's limits.
 #include <vector>
 
 #include "tensorgrad/ir/graph.h"

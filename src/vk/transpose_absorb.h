@@ -1,9 +1,9 @@
 #pragma once
 // Internal: transposes absorbed into matmul. A matmul operand produced by a transpose of the last
 // two axes (swap_axes of axes rank-2 and rank-1, or a permute that swaps only those two) is read
-// from the transpose's input with the matmul shader's transposed-operand flag, and the transpose's
-// launch gets items = 0 (no dispatch) when nothing else needs its output. docs/vulkan.md
-// ("Absorbed transposes") gives the rules.
+// from the transpose's input by the matmul shader's transposed-operand variant (a specialization
+// constant), and the transpose's launch gets items = 0 (no dispatch) when nothing else needs its
+// output. docs/vulkan-fusion.md ("Absorbed transposes") gives the rules.
 #include <cstddef>
 #include <utility>
 #include <vector>
