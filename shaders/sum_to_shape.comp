@@ -20,7 +20,8 @@ const uint BLOCK = 256u;  // = kSumBlock in src/vk/kernels/layout.cpp
 layout(push_constant) uniform Push {
   uint n;         // output elements
   uint out_rank;  // kept axes after collapsing, 0..6
-  uint staged;    // 1: a preimage of at most BLOCK terms is loaded by a workgroup, then summed
+  uint staged;    // 1: a workgroup loads one preimage of at most BLOCK terms, then sums it;
+                  // 2: a workgroup loads ROWS of them, then ROWS invocations sum one each
   uint len;       // preimage length (product of sum_dims; 0 when a summed axis is empty)
   uint out_dims[MAX_RANK];
   uint start_strides[MAX_RANK];  // input stride per kept axis
@@ -32,6 +33,8 @@ layout(std430, set = 0, binding = 0) readonly buffer In { float inv[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Out { float outv[]; };
 
 shared float partial[256];
+const uint ROWS = 16u;
+shared float rows_tile[ROWS][BLOCK + 1u];  // +1: the ROWS summing invocations hit distinct banks
 
 #define D(k) pc.sum_dims[k]
 #define S(k) pc.sum_strides[k]
@@ -79,7 +82,28 @@ uint start_of(uint o) {
 }
 
 void main() {
-  if (pc.len <= BLOCK && pc.staged != 0u) {
+  if (pc.len <= BLOCK && pc.staged == 2u) {
+    // Many outputs with preimages of 32..BLOCK terms (LayerNorm's row sums, [B, T, C] -> [B, T, 1]):
+    // one invocation per output would load its terms one after another, a cache line each. The
+    // workgroup loads ROWS preimages side by side (consecutive invocations, consecutive terms),
+    // then invocation r adds preimage r in order (same bits).
+    const uint lid = gl_LocalInvocationID.x;
+    for (uint o0 = gl_WorkGroupID.x * ROWS; o0 < pc.n; o0 += gl_NumWorkGroups.x * ROWS) {
+      for (uint r = 0u; r < ROWS; ++r) {
+        const uint o = o0 + r;
+        rows_tile[r][lid] = (o < pc.n && lid < pc.len) ? sum_range(start_of(o), lid, lid + 1u) : 0.0;
+      }
+      barrier();
+      if (lid < ROWS && o0 + lid < pc.n) {
+        float total = 0.0;
+        for (uint k = 0u; k < pc.len; ++k) total += rows_tile[lid][k];
+        outv[o0 + lid] = total;
+      }
+      barrier();
+    }
+    return;
+  }
+  if (pc.len <= BLOCK && pc.staged == 1u) {
     // Few outputs with long preimages (the bias gradient of a one-column layer: [256, 1] -> [1]):
     // one invocation would wait on its loads one after another. The workgroup loads the terms in
     // parallel, then invocation 0 adds them in the same order (same bits).

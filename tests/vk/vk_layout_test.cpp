@@ -163,6 +163,12 @@ TEST_F(VkTest, SumToShapeOnRealsMatchesTheInterpreterBitForBit) {
   b.output("h", sum_to_shape(s3, {3, 1, 1}));
   b.output("i", sum_to_shape(s3, {1, 40, 1}));
   b.output("j", sum_to_shape(s1024, {1024, 1}));
+  // Past 1024 outputs, ROWS preimages per workgroup: LayerNorm's row sums (a ragged last group of
+  // rows), and a strided preimage.
+  Tensor ln = b.input("ln", {DType::f32, {3, 347, 128}});
+  b.output("k", sum_to_shape(ln, {3, 347, 1}));
+  Tensor mid = b.input("mid", {DType::f32, {40, 64, 30}});
+  b.output("l", sum_to_shape(mid, {40, 1, 30}));
   const Graph g = b.take();
   // The same order as the interpreter (blocks of 256 terms past 256), so the same bits.
   check(ctx, g,
@@ -172,7 +178,9 @@ TEST_F(VkTest, SumToShapeOnRealsMatchesTheInterpreterBitForBit) {
          {"r128", random_f32({4, 150, 128}, 17)},
          {"s256", random_f32({256, 1}, 18)},
          {"s3", random_f32({3, 40, 5}, 19)},
-         {"s1024", random_f32({1024, 33}, 20)}});
+         {"s1024", random_f32({1024, 33}, 20)},
+         {"ln", random_f32({3, 347, 128}, 21)},
+         {"mid", random_f32({40, 64, 30}, 22)}});
 
   // The row form is two dispatches; a short preimage or another layout stays one.
   const auto dispatches = [&](const Shape& in, const Shape& to) {

@@ -137,6 +137,7 @@ constexpr std::int64_t kMinRowsForm = 32;
 // Up to this many outputs a short preimage gets a workgroup each (SumPush::staged); more outputs
 // fill the device with one invocation each.
 constexpr std::uint32_t kMaxStagedOutputs = 1024;
+constexpr std::uint32_t kStagedRows = 16;  // = ROWS in shaders/sum_to_shape.comp
 
 // Summed axes: the input's leading extra axes and those the target has as 1 (while the input does
 // not). Kept axes: the rest, over the output's row-major coordinates. Both lists collapse without
@@ -204,13 +205,21 @@ KernelLaunch sum_to_shape(const Graph& graph, const Node& node) {
   // Few outputs with preimages of kMinRowsForm..kSumBlock terms: a workgroup per output loads the
   // terms at once (one invocation per output would issue its loads one after another: 17 us for
   // [256, 1] -> [1] on an H200, W1's last bias gradient).
-  push.staged = len >= kMinRowsForm && len <= kSumBlock && push.n <= kMaxStagedOutputs ? 1u : 0u;
+  // More outputs: a workgroup loads kStagedRows preimages side by side and kStagedRows invocations
+  // add one each (LayerNorm's [B, T, C] -> [B, T, 1] row sums: 21 us as one invocation per output
+  // on an H200).
+  const bool short_preimage = len >= kMinRowsForm && len <= kSumBlock;
+  push.staged = !short_preimage ? 0u : push.n <= kMaxStagedOutputs ? 1u : 2u;
   launch.shader = "sum_to_shape";
   launch.bindings = {node.inputs[0], node.output};
   append_pod(launch.push, push);
   launch.group_size = 256;
-  const bool group_per_output = len > kSumBlock || push.staged != 0;
-  launch.items = group_per_output ? std::uint64_t{push.n} * launch.group_size : push.n;
+  if (push.staged == 2) {
+    launch.items = (std::uint64_t{push.n} + kStagedRows - 1) / kStagedRows * launch.group_size;
+  } else {
+    const bool group_per_output = len > kSumBlock || push.staged != 0;
+    launch.items = group_per_output ? std::uint64_t{push.n} * launch.group_size : push.n;
+  }
   return launch;
 }
 
