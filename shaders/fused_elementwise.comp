@@ -131,8 +131,10 @@ void run_lane(uint c) {
     else                                         \
       X[k] = in##k##v[v];                        \
   }
-#define LOAD1(k)                                                                \
-  if (k < NUM_INPUTS && !is_scalar(k)) X[k] = uvec4(in##k[is_periodic(k) ? i % pc.period[k] : i]);
+// The n % 4 tail never has a periodic input: its output is a whole number of periods, each whole
+// vec4s, so n % 4 == 0 whenever one is present.
+#define LOAD1(k) \
+  if (k < NUM_INPUTS && !is_scalar(k)) X[k] = uvec4(in##k[i]);
 #define STORE4(o) \
   if (o < NUM_OUTPUTS) out##o##v[v] = Y[o];
 #define STORE1(o) \

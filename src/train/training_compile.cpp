@@ -126,14 +126,11 @@ void TrainingCore::reinit(bool params, bool optimizer) {
     ++params_version;
   }
   if (optimizer) {
-    for (const std::string& name : compiled.state_inputs) {
-      const auto id = session.graph().find_input(name);
-      session.set_param(name, HostTensor::filled(session.graph().type(*id), 0.0));
-    }
-    for (const auto& [param, input] : compiled.grad_inputs) {
-      const auto id = session.graph().find_input(input);
-      session.set_param(input, HostTensor::filled(session.graph().type(*id), 0.0));
-    }
+    const auto zero = [&](const std::string& input) {
+      session.set_param(input, HostTensor::filled(session.graph().type(*session.graph().find_input(input)), 0.0));
+    };
+    for (const std::string& name : compiled.state_inputs) zero(name);
+    for (const auto& [param, input] : compiled.grad_inputs) zero(input);
     steps = 0;
     lr = base_lr;
     has_grads = false;

@@ -222,9 +222,14 @@ struct Program::Impl {
     if (!id || !is_resident(name)) {
       throw Error("Vulkan program '" + graph.name() + "': '" + std::string(name) + "' is not a resident input");
     }
-    const TensorType& type = graph.type(*id);
+    return download_value(*id, slot(*id));
+  }
+
+  // Value v's words at `s` (a range of the device buffer), downloaded now.
+  HostTensor download_value(ValueId v, const ValueSlot& s) const {
+    const TensorType& type = graph.type(v);
     std::vector<std::byte> bytes(static_cast<std::size_t>(type.size()) * 4);
-    if (!bytes.empty()) download(recorded.device, bytes, slot(*id).offset);
+    if (!bytes.empty()) download(recorded.device, bytes, s.offset);
     return read_words(type, bytes.data());
   }
 
@@ -238,11 +243,7 @@ struct Program::Impl {
       throw Error("Vulkan program '" + graph.name() + "': device output '" + std::string(name) +
                   "' read before a run completed");
     }
-    const TensorType& type = graph.type(it->second);
-    std::vector<std::byte> bytes(static_cast<std::size_t>(type.size()) * 4);
-    const ValueSlot& s = recorded.slots[*last_run_parity][static_cast<std::size_t>(it->second)];
-    if (!bytes.empty()) download(recorded.device, bytes, s.offset);
-    return read_words(type, bytes.data());
+    return download_value(it->second, recorded.slots[*last_run_parity][static_cast<std::size_t>(it->second)]);
   }
 
   TensorMap run(const TensorMap& inputs, bool commit) {
@@ -334,29 +335,28 @@ struct Program::Impl {
     if (plan.guard_bytes == 0) return problems;
     std::vector<std::uint32_t> words(plan.total_bytes / 4);
     download(recorded.device, std::as_writable_bytes(std::span(words)));
-    for (std::size_t v = 0; v < plan.slots.size(); ++v) {
-      const ValueSlot& s = plan.slots[v];
+    // The byte offset of the first word of s's guard that lost its sentinel, if any.
+    const auto overwritten = [&](const ValueSlot& s) -> std::optional<std::uint64_t> {
       for (std::uint64_t b = s.guard_offset; b < s.guard_offset + s.guard_bytes; b += 4) {
-        if (words[b / 4] != k_guard_word) {
-          const NodeId producer = graph.value(static_cast<ValueId>(v)).producer;
-          problems.push_back(
-              "guard after value %" + std::to_string(v) + " (" + graph.type(static_cast<ValueId>(v)).to_string() +
-              (producer == kNoNode ? std::string(", a graph input")
-                                   : ", written by '" + std::string(op_name(graph.node(producer).op)) + "'") +
-              ") overwritten at byte " + std::to_string(b - s.guard_offset));
-          break;
-        }
+        if (words[b / 4] != k_guard_word) return b - s.guard_offset;
+      }
+      return std::nullopt;
+    };
+    for (std::size_t v = 0; v < plan.slots.size(); ++v) {
+      if (const auto at = overwritten(plan.slots[v])) {
+        const NodeId producer = graph.value(static_cast<ValueId>(v)).producer;
+        problems.push_back(
+            "guard after value %" + std::to_string(v) + " (" + graph.type(static_cast<ValueId>(v)).to_string() +
+            (producer == kNoNode ? std::string(", a graph input")
+                                 : ", written by '" + std::string(op_name(graph.node(producer).op)) + "'") +
+            ") overwritten at byte " + std::to_string(*at));
       }
     }
     for (std::size_t n = 0; n < plan.scratch.size(); ++n) {
-      const ValueSlot& s = plan.scratch[n];
-      for (std::uint64_t b = s.guard_offset; b < s.guard_offset + s.guard_bytes; b += 4) {
-        if (words[b / 4] != k_guard_word) {
-          problems.push_back("guard after the scratch of node %" + std::to_string(n) + " ('" +
-                             std::string(op_name(graph.node(static_cast<NodeId>(n)).op)) + "') overwritten at byte " +
-                             std::to_string(b - s.guard_offset));
-          break;
-        }
+      if (const auto at = overwritten(plan.scratch[n])) {
+        problems.push_back("guard after the scratch of node %" + std::to_string(n) + " ('" +
+                           std::string(op_name(graph.node(static_cast<NodeId>(n)).op)) + "') overwritten at byte " +
+                           std::to_string(*at));
       }
     }
     return problems;

@@ -118,7 +118,7 @@ KernelLaunch broadcast_to(const Graph& graph, const Node& node) {
 struct SumPush {
   std::uint32_t n = 0;
   std::uint32_t out_rank = 0;
-  std::uint32_t staged = 0;  // 1: a workgroup loads each short preimage (see sum_to_shape)
+  std::uint32_t staged = 0;  // short preimages: 1 a workgroup each, 2 kStagedRows per workgroup
   std::uint32_t len = 0;
   std::uint32_t out_dims[kMaxRank] = {};
   std::uint32_t start_strides[kMaxRank] = {};
@@ -134,8 +134,8 @@ constexpr std::int64_t kSumBlock = 256;  // = kSumToShapeBlock in src/interp/ker
 // From this many rows the row form [rows, cols] -> [cols] stages tiles in shared memory
 // (sum_rows.comp): one invocation per column would read them one strided load after another.
 constexpr std::int64_t kMinRowsForm = 32;
-// Up to this many outputs a short preimage gets a workgroup each (SumPush::staged); more outputs
-// fill the device with one invocation each.
+// Up to this many outputs a short preimage gets a workgroup each (SumPush::staged = 1); more
+// outputs share a workgroup kStagedRows at a time (staged = 2).
 constexpr std::uint32_t kMaxStagedOutputs = 1024;
 constexpr std::uint32_t kStagedRows = 16;  // = ROWS in shaders/sum_to_shape.comp
 
