@@ -1,11 +1,12 @@
 // tg_profile_step: where one training step's device time goes. Compiles W1 and W2 (examples/
 // models.h) with tg::compile, takes the compiled step graph (forward, backward, optimizer) and runs
-// it as a vk::Program with per-dispatch timestamps, then prints the mean wall time of one run without
-// timestamps (and, first, that of a one-dispatch program: the floor of a submit and wait), then the
-// time per op kind, largest
-// first. Inputs are placeholders of the right types (the params from the init, zeros elsewhere):
-// the kernels' timing does not depend on the values.
-//   tg_profile_step [W1|W2|W2_small]...     (default: all three)
+// it as a vk::Program with per-dispatch timestamps (params and optimizer state resident, as in
+// Training::step; means of 50 runs after a warm-up), then prints the mean wall time of one run
+// without timestamps (and, first, that of a one-dispatch program: the floor of a submit and wait),
+// then the time per op kind, largest first, and with --dispatches every dispatch in order. Inputs
+// are placeholders of the right types (the params from the init, zeros elsewhere): the kernels'
+// timing does not depend on the values.
+//   tg_profile_step [--dispatches] [W1|W2|W2_small]...     (default: all three)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,24 +31,71 @@ TensorMap placeholder_inputs(const Graph& graph, const TensorMap& params) {
   return inputs;
 }
 
-// Mean wall time of one Program::run (no timestamps) over `runs`, after 3 warm-up runs: with the
-// device span it splits a step into device time and the rest (submit, wait, host conversions).
-double run_wall_us(vk::Program& program, const TensorMap& inputs, int runs) {
-  for (int warm = 0; warm < 3; ++warm) (void)program.run(inputs);
+// The program's resident inputs (params, optimizer state) are written once; a run passes the data
+// inputs only, as Training::step does.
+struct SplitInputs {
+  TensorMap resident;
+  TensorMap data;
+};
+
+SplitInputs split_inputs(const Graph& graph, const TensorMap& all) {
+  SplitInputs split;
+  for (const GraphInput& in : graph.inputs()) {
+    (in.kind == InputKind::data ? split.data : split.resident).emplace(in.name, all.at(in.name));
+  }
+  return split;
+}
+
+// Back-to-back runs for `ms` milliseconds: NVIDIA's clock governor lowers the SM clock within
+// seconds of light use, so a profile taken right after building would time a slow GPU.
+void warm_up(vk::Program& program, const TensorMap& data, double ms) {
   const auto start = std::chrono::steady_clock::now();
-  for (int r = 0; r < runs; ++r) (void)program.run(inputs);
-  const std::chrono::duration<double, std::micro> wall = std::chrono::steady_clock::now() - start;
-  return wall.count() / runs;
+  while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() < ms) {
+    (void)program.run(data);
+  }
+}
+
+struct Profiled {
+  std::vector<vk::DispatchTiming> mean;  // per dispatch, mean over the timed runs
+  double span_us = 0;
+};
+
+Profiled timed_runs(vk::Program& program, const TensorMap& data, int runs) {
+  Profiled p;
+  for (int r = 0; r < runs; ++r) {
+    (void)program.run(data);
+    const std::vector<vk::DispatchTiming> t = program.timings();
+    if (p.mean.empty()) {
+      p.mean = t;
+      for (vk::DispatchTiming& d : p.mean) d.microseconds = 0;
+    }
+    for (std::size_t i = 0; i < t.size(); ++i) p.mean[i].microseconds += t[i].microseconds / runs;
+    p.span_us += program.dispatch_span_microseconds() / runs;
+  }
+  return p;
 }
 
 void profile(const std::string& name, const Graph& graph, const TensorMap& params,
-             const std::shared_ptr<vk::Context>& ctx) {
-  vk::Program program(ctx, graph, {.timestamps = true});
-  const TensorMap inputs = placeholder_inputs(graph, params);
-  for (int warm = 0; warm < 3; ++warm) (void)program.run(inputs);
+             const std::shared_ptr<vk::Context>& ctx, bool list_dispatches) {
+  const SplitInputs inputs = split_inputs(graph, placeholder_inputs(graph, params));
+  vk::Program program(ctx, graph, {.timestamps = true, .resident_params = true});
+  vk::Program untimed(ctx, graph, {.resident_params = true});
+  for (const auto& [input, value] : inputs.resident) {
+    program.write_input(input, value);
+    untimed.write_input(input, value);
+  }
+  warm_up(untimed, inputs.data, 300);
+  constexpr int kRuns = 200;
+  const auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < kRuns; ++r) (void)untimed.run(inputs.data);
+  const double wall_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / kRuns;
+  warm_up(program, inputs.data, 100);
+  const Profiled timed = timed_runs(program, inputs.data, 50);
+
   std::map<std::string, std::pair<int, double>> by_op;
   double total = 0;
-  for (const vk::DispatchTiming& t : program.timings()) {
+  for (const vk::DispatchTiming& t : timed.mean) {
     auto& [count, us] = by_op[t.op];
     ++count;
     us += t.microseconds;
@@ -55,22 +103,36 @@ void profile(const std::string& name, const Graph& graph, const TensorMap& param
   }
   std::vector<std::pair<std::string, std::pair<int, double>>> rows(by_op.begin(), by_op.end());
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
-  std::printf("== %s on %s: %zu dispatches, %zu barriers, span %.1f us, sum of dispatches %.1f us\n", name.c_str(),
-              ctx->info().name.c_str(), program.stats().dispatches, program.stats().barriers,
-              program.dispatch_span_microseconds(), total);
-  vk::Program untimed(ctx, graph);
-  std::printf("Program::run wall without timestamps: %.1f us per run (mean of 200)\n",
-              run_wall_us(untimed, inputs, 200));
+  std::printf("== %s on %s: %zu dispatches, %zu barriers, span %.1f us, sum of dispatches %.1f us (means of 50 runs)\n",
+              name.c_str(), ctx->info().name.c_str(), program.stats().dispatches, program.stats().barriers,
+              timed.span_us, total);
+  std::printf("Program::run wall without timestamps, params resident: %.1f us per run (mean of %d)\n", wall_us, kRuns);
   std::printf("| op | dispatches | device us | share |\n|---|---|---|---|\n");
   for (const auto& [op, stat] : rows) {
     std::printf("| %s | %d | %.1f | %.1f%% |\n", op.c_str(), stat.first, stat.second, 100.0 * stat.second / total);
+  }
+  if (!list_dispatches) return;
+  std::printf("| # | op | output | device us |\n|---|---|---|---|\n");
+  for (std::size_t i = 0; i < timed.mean.size(); ++i) {
+    const vk::DispatchTiming& t = timed.mean[i];
+    const std::string type = t.node == kNoNode ? "" : graph.type(graph.node(t.node).output).to_string();
+    std::printf("| %zu | %s | %s | %.2f |\n", i, t.op.c_str(), type.c_str(), t.microseconds);
   }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> which(argv + 1, argv + argc);
+  std::vector<std::string> which;
+  bool list_dispatches = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--dispatches") {
+      list_dispatches = true;
+    } else {
+      which.push_back(arg);
+    }
+  }
   if (which.empty()) which = {"W1", "W2_small", "W2"};
   const auto ctx = vk::Context::create();
   {
@@ -80,8 +142,12 @@ int main(int argc, char** argv) {
     b.output("y", add(b.input("x", {DType::f32, {1}}), b.input("z", {DType::f32, {1}})));
     vk::Program floor(ctx, b.take());
     const TensorMap inputs{{"x", HostTensor::f32({1}, {1.f})}, {"z", HostTensor::f32({1}, {2.f})}};
-    std::printf("== one-dispatch program: Program::run wall %.1f us per run (mean of 1000)\n",
-                run_wall_us(floor, inputs, 1000));
+    std::printf("== one-dispatch program: Program::run wall %.1f us per run (mean of 1000)\n", [&] {
+      for (int warm = 0; warm < 3; ++warm) (void)floor.run(inputs);
+      const auto start = std::chrono::steady_clock::now();
+      for (int r = 0; r < 1000; ++r) (void)floor.run(inputs);
+      return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / 1000;
+    }());
   }
   for (const std::string& w : which) {
     if (w == "W1") {
@@ -92,7 +158,7 @@ int main(int argc, char** argv) {
                                                        .optimizer = {.kind = AdamConfig{}},
                                                        .lr = 5e-3,
                                                        .seed = 1});
-      profile(w, t.graph(), t.download_param_tensors(), ctx);
+      profile(w, t.graph(), t.download_param_tensors(), ctx, list_dispatches);
     } else if (w == "W2" || w == "W2_small") {
       const bool small = w == "W2_small";
       const examples::TransformerConfig config =
@@ -108,7 +174,7 @@ int main(int argc, char** argv) {
                                                   .optimizer = {.kind = AdamWConfig{}},
                                                   .lr = 1e-3,
                                                   .seed = 1});
-      profile(w, t.graph(), t.download_param_tensors(), ctx);
+      profile(w, t.graph(), t.download_param_tensors(), ctx, list_dispatches);
     } else {
       std::fprintf(stderr, "unknown workload '%s' (W1, W2, W2_small)\n", w.c_str());
       return 2;
