@@ -10,6 +10,10 @@
 //           a fixed-shape shared-memory tree (128, 64, ..., 1) combines the partials, once for the
 //           max and once for the sum; workgroups loop grid-stride over rows (rows > 65535).
 //   mode 1: one invocation per row, three sequential passes (short rows).
+//   mode 2: SEG (32) invocations per row, WG / SEG rows per workgroup: the same folds with lanes
+//           l, l+32, ... and a 32-lane tree (16, 8, ..., 1) within the segment. For many medium
+//           rows (32 < len <= 1024): a workgroup per row spends two 8-level trees of a whole
+//           workgroup on every row (44 us for W2's [32, 4, 128, 128] attention on an H200).
 
 layout(local_size_x = 256) in;
 const uint WG = 256;
@@ -36,8 +40,58 @@ void write_row(uint base, uint visible, uint a0, uint step, float m, float total
   }
 }
 
+const uint SEG = 32;
+
+// Mode 2. Loop bounds are uniform across the workgroup (barriers inside); a segment past the last
+// row folds nothing and writes nothing.
+void segmented() {
+  const float neg_inf = uintBitsToFloat(0xff800000u);
+  const uint lid = gl_LocalInvocationID.x;
+  const uint lane = lid % SEG;
+  const uint first = lid - lane;  // the segment's slot 0 in s_part
+  const uint per_group = WG / SEG;
+  for (uint row0 = gl_WorkGroupID.x * per_group; row0 < pc.rows; row0 += gl_NumWorkGroups.x * per_group) {
+    const uint row = row0 + lid / SEG;
+    uint base = 0u;
+    uint visible = 0u;
+    float m = neg_inf;
+    if (row < pc.rows) {
+      base = row * pc.len;
+      visible = row % pc.len + 1u;
+      for (uint a = lane; a < visible; a += SEG) m = max_fold(m, x[base + a]);
+    }
+    s_part[lid] = m;
+    barrier();
+    for (uint s = SEG / 2; s > 0; s >>= 1) {
+      if (lane < s) s_part[lid] = max_fold(s_part[lid], s_part[lid + s]);
+      barrier();
+    }
+    m = s_part[first];
+    barrier();  // the segment has read its max before s_part is reused
+
+    float total = 0.0;
+    if (row < pc.rows) {
+      for (uint a = lane; a < visible; a += SEG) total += exp(x[base + a] - m);
+    }
+    s_part[lid] = total;
+    barrier();
+    for (uint s = SEG / 2; s > 0; s >>= 1) {
+      if (lane < s) s_part[lid] = s_part[lid] + s_part[lid + s];
+      barrier();
+    }
+    total = s_part[first];
+    barrier();  // the segment has read its sum before the next rows reuse s_part
+
+    if (row < pc.rows) write_row(base, visible, lane, SEG, m, total);
+  }
+}
+
 void main() {
   const float neg_inf = uintBitsToFloat(0xff800000u);
+  if (pc.mode == 2u) {
+    segmented();
+    return;
+  }
   if (pc.mode == 1u) {
     const uint step = gl_NumWorkGroups.x * WG;
     for (uint row = gl_GlobalInvocationID.x; row < pc.rows; row += step) {

@@ -8,6 +8,12 @@
 // invocation 0 in the same order. Summed axes are the input's leading extra axes and the axes the target has
 // as 1; the host drops extent-1 axes, merges adjacent contiguous ones (keeping the order), and
 // right-aligns them in 6 slots (unused slots: extent 1, stride 0).
+// Staged modes (short preimages of 32..BLOCK terms, each still added in order by one invocation):
+//   1: few outputs, a workgroup per preimage;
+//   2: many outputs with general strides, ROWS preimages per workgroup;
+//   3: many contiguous rows ([rows, len] -> [rows], LayerNorm's row sums): the workgroup copies
+//      its rows (one contiguous stretch of the input) with plain coalesced loads, no index
+//      arithmetic per term, then one invocation per row adds it.
 //
 // No loop here walks the summed axes: the carry is straight-line code and the term loop is
 // unrolled by 4, because lavapipe (llvmpipe) ends every loop of an invocation once 65535 loop
@@ -21,7 +27,8 @@ layout(push_constant) uniform Push {
   uint n;         // output elements
   uint out_rank;  // kept axes after collapsing, 0..6
   uint staged;    // 1: a workgroup loads one preimage of at most BLOCK terms, then sums it;
-                  // 2: a workgroup loads ROWS of them, then ROWS invocations sum one each
+                  // 2: a workgroup loads ROWS of them, then ROWS invocations sum one each;
+                  // 3: contiguous rows, a workgroup loads contiguous_rows() of them
   uint len;       // preimage length (product of sum_dims; 0 when a summed axis is empty)
   uint out_dims[MAX_RANK];
   uint start_strides[MAX_RANK];  // input stride per kept axis
@@ -34,7 +41,15 @@ layout(std430, set = 0, binding = 1) writeonly buffer Out { float outv[]; };
 
 shared float partial[256];
 const uint ROWS = 16u;
-shared float rows_tile[ROWS][BLOCK + 1u];  // +1: the ROWS summing invocations hit distinct banks
+// The staged rows, row r at r * (stride) with an odd stride (len + 1 for even len): the summing
+// invocations, one per row, then read distinct banks at every step. Mode 2 uses ROWS rows of
+// BLOCK + 1; mode 3 up to 32 rows of len + 1 (4128 words = 32 x 129 = 16 x 258).
+const uint STAGE_WORDS = 4128u;
+shared float stage[STAGE_WORDS];
+
+// Rows per workgroup in mode 3: 32 rows of up to 128 terms, else 16 (= kContiguousRows* in
+// src/vk/kernels/layout.cpp).
+uint contiguous_rows() { return pc.len <= 128u ? 32u : 16u; }
 
 #define D(k) pc.sum_dims[k]
 #define S(k) pc.sum_strides[k]
@@ -91,15 +106,46 @@ void main() {
     for (uint o0 = gl_WorkGroupID.x * ROWS; o0 < pc.n; o0 += gl_NumWorkGroups.x * ROWS) {
       for (uint r = 0u; r < ROWS; ++r) {
         const uint o = o0 + r;
-        rows_tile[r][lid] = (o < pc.n && lid < pc.len) ? sum_range(start_of(o), lid, lid + 1u) : 0.0;
+        stage[r * (BLOCK + 1u) + lid] = (o < pc.n && lid < pc.len) ? sum_range(start_of(o), lid, lid + 1u) : 0.0;
       }
       barrier();
       if (lid < ROWS && o0 + lid < pc.n) {
         float total = 0.0;
-        for (uint k = 0u; k < pc.len; ++k) total += rows_tile[lid][k];
+        for (uint k = 0u; k < pc.len; ++k) total += stage[lid * (BLOCK + 1u) + k];
         outv[o0 + lid] = total;
       }
       barrier();
+    }
+    return;
+  }
+  if (pc.staged == 3u) {
+    // Rows o0 .. o0 + rows - 1 are input words o0 * len .. (o0 + rows) * len - 1: copied with
+    // consecutive invocations on consecutive words, then invocation r adds row r in order.
+    const uint lid = gl_LocalInvocationID.x;
+    const uint rows = contiguous_rows();
+    const uint stride = pc.len | 1u;  // odd: distinct banks for the summing invocations
+    for (uint o0 = gl_WorkGroupID.x * rows; o0 < pc.n; o0 += gl_NumWorkGroups.x * rows) {
+      const uint words = min(rows, pc.n - o0) * pc.len;
+      const uint first = o0 * pc.len;
+      for (uint e = lid; e < words; e += 256u) {
+        const uint r = e / pc.len;
+        stage[r * stride + (e - r * pc.len)] = inv[first + e];
+      }
+      barrier();
+      if (lid < rows && o0 + lid < pc.n) {
+        const uint at = lid * stride;
+        float total = 0.0;
+        uint k = 0u;
+        for (; k + 4u <= pc.len; k += 4u) {
+          total += stage[at + k];
+          total += stage[at + k + 1u];
+          total += stage[at + k + 2u];
+          total += stage[at + k + 3u];
+        }
+        for (; k < pc.len; ++k) total += stage[at + k];
+        outv[o0 + lid] = total;
+      }
+      barrier();  // the next rows overwrite `stage`
     }
     return;
   }

@@ -138,6 +138,10 @@ constexpr std::int64_t kMinRowsForm = 32;
 // outputs share a workgroup kStagedRows at a time (staged = 2).
 constexpr std::uint32_t kMaxStagedOutputs = 1024;
 constexpr std::uint32_t kStagedRows = 16;  // = ROWS in shaders/sum_to_shape.comp
+// Contiguous rows ([rows, len] -> [rows], staged = 3): rows per workgroup, 32 of up to 128 terms,
+// else 16 (= contiguous_rows() in shaders/sum_to_shape.comp).
+constexpr std::uint32_t kContiguousRowsShort = 32;
+constexpr std::uint32_t kContiguousRowsLong = 16;
 
 // Summed axes: the input's leading extra axes and those the target has as 1 (while the input does
 // not). Kept axes: the rest, over the output's row-major coordinates. Both lists collapse without
@@ -206,16 +210,24 @@ KernelLaunch sum_to_shape(const Graph& graph, const Node& node) {
   // terms at once (one invocation per output would issue its loads one after another: 17 us for
   // [256, 1] -> [1] on an H200, W1's last bias gradient).
   // More outputs: a workgroup loads kStagedRows preimages side by side and kStagedRows invocations
-  // add one each (LayerNorm's [B, T, C] -> [B, T, 1] row sums: 21 us as one invocation per output
-  // on an H200).
+  // add one each (staged = 2; one invocation per output took 21 us for LayerNorm's row sums on an
+  // H200).
+  // Many contiguous rows ([B, T, C] -> [B, T, 1] with the summed axis innermost): a workgroup
+  // copies its rows, one contiguous stretch, with plain coalesced loads (staged = 3; the general
+  // staged = 2 computes every term's address from the 6-axis description: 17 us per LayerNorm row
+  // sum on an H200).
   const bool short_preimage = len >= kMinRowsForm && len <= kSumBlock;
-  push.staged = !short_preimage ? 0u : push.n <= kMaxStagedOutputs ? 1u : 2u;
+  const bool contiguous_rows =
+      kept.dims.size() == 1 && kept.strides[0] == len && summed.dims.size() == 1 && summed.strides[0] == 1;
+  push.staged = !short_preimage ? 0u : push.n <= kMaxStagedOutputs ? 1u : contiguous_rows ? 3u : 2u;
   launch.shader = "sum_to_shape";
   launch.bindings = {node.inputs[0], node.output};
   append_pod(launch.push, push);
   launch.group_size = 256;
-  if (push.staged == 2) {
-    launch.items = (std::uint64_t{push.n} + kStagedRows - 1) / kStagedRows * launch.group_size;
+  if (push.staged == 2 || push.staged == 3) {
+    const std::uint32_t rows = push.staged == 2 ? kStagedRows : len <= 128 ? kContiguousRowsShort : kContiguousRowsLong;
+    launch.items = (std::uint64_t{push.n} + rows - 1) / rows * launch.group_size;
+    if (push.staged == 3) launch.label = "sum_to_shape (contiguous rows)";
   } else {
     const bool group_per_output = len > kSumBlock || push.staged != 0;
     launch.items = group_per_output ? std::uint64_t{push.n} * launch.group_size : push.n;

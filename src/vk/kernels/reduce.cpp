@@ -3,7 +3,8 @@
 // reduced) merged, as the interpreter does; the shader gets extents and input strides of each kind
 // and addresses every output element's slice directly, so no permute is ever materialized.
 // Long reductions get one 256-invocation workgroup per output element (strided fp32 partials, then
-// a fixed-shape shared-memory tree); short ones one invocation per output element.
+// a fixed-shape shared-memory tree), many medium ones 32 invocations each (the same with a 32-lane
+// tree), short ones one invocation per output element.
 #include <string>
 
 #include "tensorgrad/ir/error.h"
@@ -17,6 +18,12 @@ constexpr std::size_t kMaxRank = 6;
 constexpr std::uint32_t kGroupSize = 256;
 // Reductions at most this long run one invocation per output element (mode 1).
 constexpr std::int64_t kSerialLength = 32;
+// Longer ones up to kSegmentLength, with at least kSegmentRows output elements, run 32 invocations
+// per element, 8 elements per workgroup (mode 2): a workgroup per element (mode 0) would spend a
+// whole workgroup's 8-level tree on 128 terms. Fewer elements keep mode 0's 256 lanes each.
+constexpr std::int64_t kSegmentLength = 1024;
+constexpr std::int64_t kSegmentRows = 128;
+constexpr std::uint32_t kSegmentsPerGroup = 8;  // = WG / SEG in shaders/reduce.comp
 
 struct ReducePush {
   std::uint32_t op = 0;
@@ -87,14 +94,19 @@ KernelLaunch plan_reduce(const Graph& graph, const Node& node, ReduceOp op) {
   }
   push.rows = u32(graph, node, rows);
   push.count = u32(graph, node, count);
-  push.mode = count <= kSerialLength ? 1 : 0;
+  const bool segmented = count <= kSegmentLength && rows >= kSegmentRows;
+  push.mode = count <= kSerialLength ? 1 : segmented ? 2 : 0;
 
   KernelLaunch launch;
   launch.shader = "reduce";
   launch.bindings = {node.inputs[0], node.output};
   launch.group_size = kGroupSize;
-  launch.items = push.mode == 1 ? static_cast<std::uint64_t>(rows) : static_cast<std::uint64_t>(rows) * kGroupSize;
+  const auto elements = static_cast<std::uint64_t>(rows);
+  launch.items = push.mode == 1   ? elements
+                 : push.mode == 2 ? (elements + kSegmentsPerGroup - 1) / kSegmentsPerGroup * kGroupSize
+                                  : elements * kGroupSize;
   if (graph.type(node.output).size() == 0) launch.items = 0;
+  if (push.mode == 2) launch.label = std::string(op_name(node.op)) + " (row segments)";
   append_pod(launch.push, push);
   return launch;
 }

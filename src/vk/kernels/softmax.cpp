@@ -1,7 +1,8 @@
 // Launches of the softmax family (shaders/softmax.comp): softmax and log_softmax along any axis.
 // A row is one (outer, inner) position; its elements sit `inner` apart, so no permute is needed.
 // Long rows get one 256-invocation workgroup each (max, then sum of exp, each combined by a
-// fixed-shape shared-memory tree); short rows one invocation each.
+// fixed-shape shared-memory tree), many medium rows 32 invocations each (a 32-lane tree), short
+// rows one invocation each.
 #include <string>
 
 #include "tensorgrad/ir/error.h"
@@ -13,6 +14,10 @@ namespace {
 
 constexpr std::uint32_t kGroupSize = 256;
 constexpr std::int64_t kSerialLength = 32;
+// Medium rows, many of them: 32 invocations per row, 8 rows per workgroup (mode 2).
+constexpr std::int64_t kSegmentLength = 1024;
+constexpr std::int64_t kSegmentRows = 128;
+constexpr std::uint64_t kSegmentsPerGroup = 8;  // = WG / SEG in shaders/softmax.comp
 
 struct SoftmaxPush {
   std::uint32_t op = 0;
@@ -33,7 +38,7 @@ KernelLaunch plan_softmax(const Graph& graph, const Node& node, std::uint32_t op
   }
   SoftmaxPush push;
   push.op = op;
-  push.mode = length <= kSerialLength ? 1 : 0;
+  push.mode = length <= kSerialLength ? 1 : length <= kSegmentLength && outer * inner >= kSegmentRows ? 2 : 0;
   push.rows = static_cast<std::uint32_t>(outer * inner);
   push.length = static_cast<std::uint32_t>(length);
   push.inner = static_cast<std::uint32_t>(inner);
@@ -43,7 +48,11 @@ KernelLaunch plan_softmax(const Graph& graph, const Node& node, std::uint32_t op
   launch.bindings = {node.inputs[0], node.output};
   launch.group_size = kGroupSize;
   const auto rows = static_cast<std::uint64_t>(outer * inner);
-  launch.items = num_elements(shape) == 0 ? 0 : (push.mode == 1 ? rows : rows * kGroupSize);
+  launch.items = num_elements(shape) == 0 ? 0
+                 : push.mode == 1         ? rows
+                 : push.mode == 2         ? (rows + kSegmentsPerGroup - 1) / kSegmentsPerGroup * kGroupSize
+                                          : rows * kGroupSize;
+  if (push.mode == 2) launch.label = std::string(op_name(node.op)) + " (row segments)";
   append_pod(launch.push, push);
   return launch;
 }
