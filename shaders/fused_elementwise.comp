@@ -8,7 +8,9 @@
 //
 // Registers: 0..NUM_INPUTS-1 hold the inputs (a one-element input is broadcast: read once per
 // invocation; a periodic input, one whose shape is the output's trailing axes, e.g. a bias [C]
-// under [N, C], repeats every pc.period[k] elements, a multiple of 4), MAX_INPUTS + s holds step
+// under [N, C], repeats every pc.period[k] elements, a multiple of 4; a spread input, the
+// output's leading axes then 1s, e.g. a row statistic [N, 1] under [N, C], holds one element per
+// pc.period[k] output elements, a multiple of 4, so a vec4 reads one word), MAX_INPUTS + s holds step
 // s's result. A step word is
 //   op | a << 8 | b << 16 | clamp << 24
 // with op < UNARY an ew_binary code (of registers a, b), a comparison, or where (of registers a, b
@@ -58,12 +60,15 @@ layout(constant_id = 26) const uint P21 = 0u;
 layout(constant_id = 27) const uint P22 = 0u;
 layout(constant_id = 28) const uint P23 = 0u;
 layout(constant_id = 29) const uint PERIODIC_INPUTS = 0u;  // bit k: input k repeats (pc.period[k])
+layout(constant_id = 30) const uint SPREAD_INPUTS = 0u;    // bit k: each element of input k spans
+                                                           // pc.period[k] output elements
 
 layout(push_constant) uniform Push {
   uint n;  // elements of every non-broadcast input and every output
   float lo[MAX_CLAMPS];
   float hi[MAX_CLAMPS];
-  uint period[MAX_INPUTS];  // elements, a multiple of 4 (periodic inputs only)
+  uint period[MAX_INPUTS];  // a multiple of 4: a periodic input's elements, or the output elements
+                            // each element of a spread input covers
 } pc;
 
 // Bindings 0..11: inputs (unused ones bound to input 0), 12..15: outputs (unused ones bound to
@@ -86,6 +91,7 @@ float R[MAX_INPUTS + MAX_STEPS];
 
 bool is_scalar(uint k) { return ((SCALAR_INPUTS >> k) & 1u) != 0u; }
 bool is_periodic(uint k) { return ((PERIODIC_INPUTS >> k) & 1u) != 0u; }
+bool is_spread(uint k) { return ((SPREAD_INPUTS >> k) & 1u) != 0u; }
 
 // Comparisons give 1.0 or 0.0 (a bool the run's where consumes; the host never lets one reach
 // memory); where picks b or the register in the clamp byte by a != 0.0, copying the value as the
@@ -128,11 +134,13 @@ void run_lane(uint c) {
   if (k < NUM_INPUTS && !is_scalar(k)) {         \
     if (is_periodic(k))                          \
       X[k] = in##k##v[v % (pc.period[k] >> 2u)]; \
+    else if (is_spread(k))                       \
+      X[k] = uvec4(in##k[v / (pc.period[k] >> 2u)]); \
     else                                         \
       X[k] = in##k##v[v];                        \
   }
-// The n % 4 tail never has a periodic input: its output is a whole number of periods, each whole
-// vec4s, so n % 4 == 0 whenever one is present.
+// The n % 4 tail never has a periodic or spread input: its output is a whole number of periods
+// (spans), each whole vec4s, so n % 4 == 0 whenever one is present.
 #define LOAD1(k) \
   if (k < NUM_INPUTS && !is_scalar(k)) X[k] = uvec4(in##k[i]);
 #define STORE4(o) \

@@ -27,7 +27,7 @@ struct FusedPush {
   std::uint32_t n = 0;
   float lo[kMaxClamps] = {};
   float hi[kMaxClamps] = {};
-  std::uint32_t period[kMaxInputs] = {};  // periodic inputs: their element count
+  std::uint32_t period[kMaxInputs] = {};  // periodic inputs: their element count; spread: their run
 };
 static_assert(sizeof(FusedPush) == 84);
 
@@ -42,6 +42,26 @@ bool periodic(const TensorType& in, const TensorType& out) {
   if (rank > out.shape.size()) return false;
   return std::equal(in.shape.begin() + static_cast<std::ptrdiff_t>(lead), in.shape.end(),
                     out.shape.end() - static_cast<std::ptrdiff_t>(rank));
+}
+
+// An operand that spreads each element over a run of output elements: its shape is the output's
+// leading axes followed by 1s, after as many leading 1s as the output has extra axes (a row
+// statistic [N, 1] under [N, C], LayerNorm's mean and rstd), and each run (the product of the
+// output's axes where it has 1s) is whole vec4s. Element i of the output reads its element
+// i / run. Returns the run, 0 when the operand is not spread.
+std::uint64_t spread_run(const TensorType& in, const TensorType& out) {
+  if (in.size() <= 1 || in.size() >= out.size() || in.shape.size() > out.shape.size()) return 0;
+  const std::size_t lead = out.shape.size() - in.shape.size();
+  std::size_t kept = 0;  // the output's leading axes the operand has
+  while (kept < in.shape.size() && in.shape[kept] == out.shape[lead + kept]) ++kept;
+  for (std::size_t d = kept; d < in.shape.size(); ++d) {
+    if (in.shape[d] != 1) return 0;
+  }
+  for (std::size_t d = 0; d < lead; ++d) {
+    if (out.shape[d] != 1) return 0;
+  }
+  const auto run = static_cast<std::uint64_t>(out.size() / in.size());
+  return run % 4 == 0 ? run : 0;
 }
 
 // The op's code in elementwise_math.glsl (the per-op kernels push the same codes).
@@ -104,15 +124,24 @@ std::optional<std::uint32_t> op_code(OpId op) {
   }
 }
 
+// Whether `in` may be a register of a run whose values have type `out`: of the output's shape, a
+// single element (broadcast), periodic or spread.
+bool fusable_operand(const TensorType& in, const TensorType& out) {
+  return in.dtype == DType::f32 &&
+         (in.shape == out.shape || in.size() == 1 || periodic(in, out) || spread_run(in, out) != 0);
+}
+
 // Whether node n may join a run at all: an f32 op of the families above whose per-op launch is
-// the family kernel (a fused step reproduces that kernel's bits, no other's), every operand either
-// of the output's shape or a single element (broadcast), the output non-empty.
+// the family kernel (a fused step reproduces that kernel's bits, no other's), every operand of
+// the output's shape, a single element, periodic or spread, the output non-empty.
 std::optional<std::uint32_t> fusable_code(const Graph& graph, const Node& node, const KernelLaunch& launch) {
-  // broadcast_to of one element: a copy step of a broadcast (one-element) register.
-  const bool broadcast_one = node.op == OpId::BroadcastTo && graph.type(node.inputs[0]).size() == 1;
-  const auto code = broadcast_one ? std::optional<std::uint32_t>(kCopy) : op_code(node.op);
+  // broadcast_to of a register the run can read (one element, periodic, spread): a copy step.
+  const bool broadcast_copy = node.op == OpId::BroadcastTo &&
+                              fusable_operand(graph.type(node.inputs[0]), graph.type(node.output)) &&
+                              !(graph.type(node.inputs[0]).shape == graph.type(node.output).shape);
+  const auto code = broadcast_copy ? std::optional<std::uint32_t>(kCopy) : op_code(node.op);
   if (!code) return std::nullopt;
-  const char* family = broadcast_one ? "layout" : *code < kUnary ? "elementwise_binary" : "elementwise_unary";
+  const char* family = broadcast_copy ? "layout" : *code < kUnary ? "elementwise_binary" : "elementwise_unary";
   if (launch.shader != family || launch.items == 0 || !launch.then.empty() || launch.index_check ||
       launch.scratch_bytes != 0 || !launch.extra_reads.empty()) {
     return std::nullopt;
@@ -131,7 +160,7 @@ std::optional<std::uint32_t> fusable_code(const Graph& graph, const Node& node, 
       if (in.dtype != DType::boolean || !(in.shape == out.shape)) return std::nullopt;
       continue;
     }
-    if (in.dtype != DType::f32 || !(in.shape == out.shape || in.size() == 1 || periodic(in, out))) return std::nullopt;
+    if (!fusable_operand(in, out)) return std::nullopt;
   }
   return code;
 }
@@ -193,15 +222,18 @@ class Run {
     FusedPush push = push_;
     push.n = static_cast<std::uint32_t>(type.size());
 
-    std::uint32_t scalars = 0, periodics = 0, output_registers = 0;
+    std::uint32_t scalars = 0, periodics = 0, spreads = 0, output_registers = 0;
     for (std::size_t k = 0; k < inputs_.size(); ++k) {
       const TensorType& in = graph_.type(inputs_[k]);
       if (in.shape == type.shape) continue;
       if (in.size() == 1) {
         scalars |= 1u << k;
-      } else {
+      } else if (periodic(in, type)) {
         periodics |= 1u << k;
         push.period[k] = static_cast<std::uint32_t>(in.size());
+      } else {
+        spreads |= 1u << k;
+        push.period[k] = static_cast<std::uint32_t>(spread_run(in, type));
       }
     }
     for (std::size_t o = 0; o < written.size(); ++o) output_registers |= registers_.at(written[o]) << (8 * o);
@@ -221,6 +253,7 @@ class Run {
     launch.specialization.insert(launch.specialization.end(), steps_.begin(), steps_.end());
     launch.specialization.resize(5 + kMaxSteps, 0);
     launch.specialization.push_back(periodics);
+    launch.specialization.push_back(spreads);
     launch.label = "fused(";
     for (std::size_t s = 0; s < nodes_.size(); ++s) {
       launch.label += (s ? "," : "") + std::string(op_name(graph_.node(nodes_[s]).op));

@@ -1,6 +1,8 @@
 // Elementwise fusion with broadcast operands (src/vk/fusion.cpp): a periodic operand, one whose
 // shape is the output's trailing axes (a bias [C] or [1, C] under [N, C]), joins a fused run and is
-// read at i % C; a broadcast_to of one element joins as a copy step. Every case compiles the graph
+// read at i % C; a spread operand, the output's leading axes then 1s (a row statistic [N, 1] under
+// [N, C]), is read at i / C; a broadcast_to of any such operand joins as a copy step. Every case
+// compiles the graph
 // with fusion off and on and demands the same bits, fewer dispatches where a pair now fuses, and
 // agreement with the f64 oracle (guards and replay included).
 #include <gtest/gtest.h>
@@ -103,22 +105,30 @@ TEST_F(VkTest, FusionKeepsEachRunsPeriodicOperands) {
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 
-// Periods that are not whole vec4s, and operands that broadcast along a leading or middle axis,
-// keep the per-op kernel (which broadcasts any way): right results, no fusion across them.
+// Periods and spreads that are not whole vec4s, and operands that broadcast along a leading or
+// middle axis alone, keep the per-op kernel (which broadcasts any way): right results, no fusion
+// across them.
 TEST_F(VkTest, FusionLeavesOtherBroadcastsToThePerOpKernel) {
   auto ctx = make_context();
   GraphBuilder b("other_broadcasts");
   TracingScope scope(b);
   const Tensor x = b.input("x", {DType::f32, {10, 6}});
-  const Tensor c6 = b.input("c6", {DType::f32, {6}});        // period 6: not whole vec4s
-  const Tensor col = b.input("col", {DType::f32, {10, 1}});  // broadcast along the last axis
+  const Tensor c6 = b.input("c6", {DType::f32, {6}});           // period 6: not whole vec4s
+  const Tensor col = b.input("col", {DType::f32, {10, 1}});     // spread over runs of 6: not whole vec4s
+  const Tensor mid = b.input("mid", {DType::f32, {10, 1, 6}});  // along a middle axis
   b.output("a", relu(x + c6));
   b.output("b", relu(x * col));
+  const Tensor x3 = b.input("x3", {DType::f32, {10, 4, 6}});
+  b.output("c", relu(x3 - mid));
   const Graph g = b.take();
-  const TensorMap in{{"x", random_f32({10, 6}, 10)}, {"c6", random_f32({6}, 11)}, {"col", random_f32({10, 1}, 12)}};
+  const TensorMap in{{"x", random_f32({10, 6}, 10)},
+                     {"c6", random_f32({6}, 11)},
+                     {"col", random_f32({10, 1}, 12)},
+                     {"mid", random_f32({10, 1, 6}, 19)},
+                     {"x3", random_f32({10, 4, 6}, 20)}};
   const Counts c = expect_same_bits(ctx, g, in);
-  EXPECT_EQ(c.plain, 4u);
-  EXPECT_EQ(c.fused, 4u);
+  EXPECT_EQ(c.plain, 6u);
+  EXPECT_EQ(c.fused, 6u);
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 
@@ -138,6 +148,48 @@ TEST_F(VkTest, FusionJoinsABroadcastOfOneElement) {
   const Counts c = expect_same_bits(ctx, g, in);
   EXPECT_EQ(c.plain, 3u);
   EXPECT_EQ(c.fused, 1u);
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+// LayerNorm's forward: the row mean and rstd ([N, 1]) are spread operands of the ops over [N, C],
+// so x - mean joins square (both stored: the difference is read again), and the normalization,
+// scale and shift are one run, with a broadcast_to of the rstd as a copy step after them. Also a
+// 4-D spread [2, 3, 1, 1] under [2, 3, 4, 8] and one under an output with a leading 1.
+TEST_F(VkTest, FusionJoinsRowStatisticsSpreadOverTheirRows) {
+  auto ctx = make_context();
+  GraphBuilder b("layer_norm");
+  TracingScope scope(b);
+  const Tensor x = b.input("x", {DType::f32, {6, 16}});
+  const Tensor gamma = b.input("gamma", {DType::f32, {16}});
+  const Tensor beta = b.input("beta", {DType::f32, {16}});
+  const Tensor centered = x - mean(x, -1, {.keep_dims = true});
+  const Tensor rstd = rsqrt(mean(square(centered), -1, {.keep_dims = true}) + 1e-5f);
+  b.output("y", centered * rstd * gamma + beta);
+  b.output("z", broadcast_to(rstd, {6, 16}) * x);
+  const Graph g = b.take();
+  const TensorMap in{{"x", random_f32({6, 16}, 21)}, {"gamma", random_f32({16}, 22)}, {"beta", random_f32({16}, 23)}};
+  const Counts c = expect_same_bits(ctx, g, in);
+  // mean, sub, square, mean, add, rsqrt, mul, mul, add, broadcast_to, mul (the 1e-5 is a constant,
+  // computed once) against mean, fused(sub,square), mean, fused(add,rsqrt) and one run of the rest.
+  EXPECT_EQ(c.plain, 11u);
+  EXPECT_EQ(c.fused, 5u);
+
+  GraphBuilder b2("spreads");
+  TracingScope scope2(b2);
+  const Tensor h = b2.input("h", {DType::f32, {2, 3, 4, 8}});
+  const Tensor s = b2.input("s", {DType::f32, {2, 3, 1, 1}});  // runs of 32
+  const Tensor u = b2.input("u", {DType::f32, {1, 6, 16}});
+  const Tensor w = b2.input("w", {DType::f32, {6, 1}});  // runs of 16 under an extra leading 1
+  b2.output("a", h * s + s);
+  b2.output("b", exp(u - w));
+  const Graph g2 = b2.take();
+  const TensorMap in2{{"h", random_f32({2, 3, 4, 8}, 24)},
+                      {"s", random_f32({2, 3, 1, 1}, 25)},
+                      {"u", random_f32({1, 6, 16}, 26)},
+                      {"w", random_f32({6, 1}, 27)}};
+  const Counts c2 = expect_same_bits(ctx, g2, in2);
+  EXPECT_EQ(c2.plain, 4u);
+  EXPECT_EQ(c2.fused, 2u);
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 
