@@ -4,20 +4,18 @@
 // With a 2-D rhs the lhs's leading dims are folded into M on the host (batches = 1); batched
 // operands pair up per batch (b_batch_stride = K*N), and a shared rhs has b_batch_stride = 0.
 //
-// Two tilings in one shader, chosen per launch by the host (a uniform branch on a push constant),
-// both with workgroups of 256 invocations, shared-memory staging and register blocking:
-//   small (64x64 tiles, 4x4 per invocation, K slices of 16): for outputs below 128x128, where the
-//         large tile would mostly compute padding;
-//   large (128x128 tiles, 8x8 per invocation, K slices of 8): the fast path. Shared memory is
-//         double-buffered, and the next slice is fetched from global memory into registers while
-//         the current one is multiplied, so one barrier per slice suffices and the loads' latency
-//         hides behind 512 multiply-adds. A is stored transposed (k-major), so every inner step
-//         reads two vec4 of A and two vec4 of B (broadcast / conflict-free) for 64 multiply-adds.
-//         Rows of A (B, C) move as vec4 when K (N) is a multiple of 4 (flags), else as scalars.
-//         On an H200 (NVIDIA 580 driver): 131 registers, one workgroup per SM, 37-38 TFLOP/s for
-//         n = 2048..8192. Tried and dropped: K slices of 16 (39 TFLOP/s, but 42 KB of shared memory,
-//         above lavapipe's 32 KB), a banded tile order (no gain at BK 8), and a large path without
-//         the scalar fallback (123 registers, two workgroups per SM, yet 25 TFLOP/s).
+// The large tiles, the fast path; outputs below 128x128 and too few large tiles to occupy the
+// device go to shaders/matmul_small.comp (64x64 tiles, a pipeline with its own registers).
+// 128x128 tiles, 8x8 per invocation, K slices of 8, workgroups of 256 invocations. Shared memory is
+// double-buffered, and the next slice is fetched from global memory into registers while
+// the current one is multiplied, so one barrier per slice suffices and the loads' latency
+// hides behind 512 multiply-adds. A is stored transposed (k-major), so every inner step
+// reads two vec4 of A and two vec4 of B (broadcast / conflict-free) for 64 multiply-adds.
+// Rows of A (B, C) move as vec4 when K (N) is a multiple of 4 (flags), else as scalars.
+// On an H200 (NVIDIA 580 driver): 131 registers, one workgroup per SM, 37-38 TFLOP/s for
+// n = 2048..8192. Tried and dropped: K slices of 16 (39 TFLOP/s, but 42 KB of shared memory,
+// above lavapipe's 32 KB), a banded tile order (no gain at BK 8), and a large path without
+// the scalar fallback (123 registers, two workgroups per SM, yet 25 TFLOP/s).
 // fp32 inputs, fp32 accumulators. Each output is accumulated by one invocation in ascending k
 // (the zero padding only adds 0*0 terms past K), so the bits do not depend on scheduling.
 // Split-K (products with few output tiles and a long K, e.g. weight gradients): the host launches
@@ -43,8 +41,8 @@ layout(push_constant) uniform Push {
   uint N;
   uint K;
   uint batches;
-  uint tiles_m;         // ceil(M / tile rows)
-  uint tiles_n;         // ceil(N / tile columns)
+  uint tiles_m;         // ceil(M / 128)
+  uint tiles_n;         // ceil(N / 128)
   uint a_batch_stride;  // M*K
   uint b_batch_stride;  // K*N, or 0 when every batch shares one rhs
   uint flags;           // FLAG_* below
@@ -55,9 +53,9 @@ layout(push_constant) uniform Push {
                         // under split-K); an untransposed B's rows are N apart
 } pc;
 
-const uint FLAG_LARGE = 1u;   // 128x128 tiles (else 64x64)
-const uint FLAG_VEC_A = 2u;   // lda and a_batch_stride % 4 == 0: stored rows of A start on vec4 boundaries
-const uint FLAG_VEC_BC = 4u;  // N % 4 == 0: rows of C (and of B when not transposed) start on vec4 boundaries
+// Must match kFlag* in src/vk/kernels/matmul.cpp (the same as matmul_small.comp's).
+const uint FLAG_VEC_A = 1u;   // lda and a_batch_stride % 4 == 0: stored rows of A start on vec4 boundaries
+const uint FLAG_VEC_BC = 2u;  // N % 4 == 0: rows of C (and of B when not transposed) start on vec4 boundaries
 
 // Set per launch by src/vk/kernels/matmul.cpp for transposed operands only (the defaults are the
 // plain kernel).
@@ -73,83 +71,6 @@ layout(std430, set = 0, binding = 1) readonly buffer B { float b[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B4 { vec4 b4[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer C { float c[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer C4 { vec4 c4[]; };
-
-// ---- small tiles: 64x64, 4x4 per invocation, BK 16 ----
-
-const uint S_TILE = 64;
-const uint S_BK = 16;
-const uint S_T = 16;  // invocations per tile side; each owns S_TILE / S_T = 4 rows and columns
-
-shared float s_As[S_BK][S_TILE + 1];  // A slice transposed (k-major); +1 spreads the transposing stores
-// +2 for a transposed B only: its stores (16 k of 2 columns per warp) then hit 32 banks. A plain B's
-// stores are whole rows, conflict-free unpadded.
-const uint S_PAD_B = B_T ? 2u : 0u;
-shared float s_Bs[S_BK][S_TILE + S_PAD_B];
-
-void small_tiles() {
-  const uint lid = gl_LocalInvocationID.x;
-  const uint tx = lid % S_T;
-  const uint ty = lid / S_T;
-  const uint tiles_per_batch = pc.tiles_m * pc.tiles_n;
-  const uint total = tiles_per_batch * pc.batches;
-
-  for (uint tile = gl_WorkGroupID.x; tile < total; tile += gl_NumWorkGroups.x) {
-    const uint batch = tile / tiles_per_batch;
-    const uint rest = tile - batch * tiles_per_batch;
-    const uint row0 = (rest / pc.tiles_n) * S_TILE;
-    const uint col0 = (rest % pc.tiles_n) * S_TILE;
-    const uint a_base = batch * pc.a_batch_stride;
-    const uint b_base = batch * pc.b_batch_stride;
-    const uint c_base = batch * pc.M * pc.N;
-
-    float acc[4][4];
-    [[unroll]] for (uint i = 0; i < 4; ++i)
-      [[unroll]] for (uint j = 0; j < 4; ++j) acc[i][j] = 0.0;
-
-    for (uint k0 = 0; k0 < pc.K; k0 += S_BK) {
-      // Stage A[row0 : row0+64, k0 : k0+16] and B[k0 : k0+16, col0 : col0+64], zero outside.
-      // Consecutive invocations read consecutive words of the stored rows: k of one row of A
-      // (rows of one k when A is transposed), columns of one k row of B (k of one column when B is
-      // transposed).
-      [[unroll]] for (uint r = 0; r < 4; ++r) {
-        const uint e = lid + 256u * r;
-        const uint ar = A_T ? e % S_TILE : e / S_BK;  // row within the tile
-        const uint ak = A_T ? e / S_TILE : e % S_BK;
-        const uint gr = row0 + ar;
-        const uint gk = k0 + ak;
-        s_As[ak][ar] = (gr < pc.M && gk < pc.K)
-                           ? a[A_T ? a_base + gk * pc.lda + gr : a_base + gr * pc.lda + gk]
-                           : 0.0;
-        const uint bk = B_T ? e % S_BK : e / S_TILE;
-        const uint bc = B_T ? e / S_BK : e % S_TILE;  // column within the tile
-        const uint gbk = k0 + bk;
-        const uint gc = col0 + bc;
-        s_Bs[bk][bc] = (gbk < pc.K && gc < pc.N)
-                           ? b[B_T ? b_base + gc * pc.ldb + gbk : b_base + gbk * pc.N + gc]
-                           : 0.0;
-      }
-      barrier();
-      [[unroll]] for (uint kk = 0; kk < S_BK; ++kk) {
-        float av[4];
-        float bv[4];
-        [[unroll]] for (uint i = 0; i < 4; ++i) av[i] = s_As[kk][ty + S_T * i];
-        [[unroll]] for (uint j = 0; j < 4; ++j) bv[j] = s_Bs[kk][tx + S_T * j];
-        [[unroll]] for (uint i = 0; i < 4; ++i)
-          [[unroll]] for (uint j = 0; j < 4; ++j) acc[i][j] += av[i] * bv[j];
-      }
-      barrier();  // the next slice overwrites s_As/s_Bs
-    }
-
-    [[unroll]] for (uint i = 0; i < 4; ++i) {
-      const uint gr = row0 + ty + S_T * i;
-      if (gr >= pc.M) continue;
-      [[unroll]] for (uint j = 0; j < 4; ++j) {
-        const uint gc = col0 + tx + S_T * j;
-        if (gc < pc.N) c[c_base + gr * pc.N + gc] = acc[i][j];
-      }
-    }
-  }
-}
 
 // ---- large tiles: 128x128, 8x8 per invocation, BK 8, double-buffered ----
 //
@@ -313,10 +234,4 @@ void large_tiles() {
   }
 }
 
-void main() {
-  if ((pc.flags & FLAG_LARGE) != 0u) {
-    large_tiles();
-  } else {
-    small_tiles();
-  }
-}
+void main() { large_tiles(); }

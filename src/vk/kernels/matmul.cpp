@@ -11,8 +11,14 @@
 // order: two dispatches, deterministic, fp32 throughout (each output is now a sum of `splits`
 // ascending partial sums, within the same tolerance class as one ascending sum).
 //
+// Two shaders, one per tiling: shaders/matmul.comp (128x128 tiles, the fast path) and
+// shaders/matmul_small.comp (64x64, double-buffered with a register prefetch like the large one).
+// Separate pipelines let the small tiles' registers (16 accumulators) fit several workgroups per
+// SM, where a shared shader sized them by the large path's 131, and the large kernel keeps the
+// code measured at 37-38 TFLOP/s (W3) untouched.
+//
 // Transposed operands: plan_matmul_reading() binds an operand's swap_axes input instead of the
-// swapped copy and sets the shader's specialization constants A_T / B_T (src/vk/transpose_absorb.cpp
+// swapped copy and sets the shaders' specialization constants A_T / B_T (src/vk/transpose_absorb.cpp
 // decides where). Tiles, splits and the order of the K sum come from the logical shapes alone, so
 // the launch gives the same bits as the plain one on the copy. Plain launches set no specialization
 // constants: their pipeline is the untransposed kernel alone, which runtime transpose flags had
@@ -42,10 +48,9 @@ constexpr std::uint64_t kLargeTileMin = 64;
 constexpr std::int64_t kMinSplitK = 64;
 constexpr std::int64_t kMinSplitWork = 16384;
 
-// Must match the FLAG_* constants of shaders/matmul.comp.
-constexpr std::uint32_t kFlagLarge = 1;  // 128x128 tiles
-constexpr std::uint32_t kFlagVecA = 2;   // rows of A start on vec4 boundaries
-constexpr std::uint32_t kFlagVecBC = 4;  // N % 4 == 0: rows of C (and of an untransposed B) move as vec4
+// Must match the FLAG_* constants of shaders/matmul.comp and shaders/matmul_small.comp.
+constexpr std::uint32_t kFlagVecA = 1;   // rows of A start on vec4 boundaries
+constexpr std::uint32_t kFlagVecBC = 2;  // N % 4 == 0: rows of C (and of an untransposed B) move as vec4
 
 struct MatmulPush {
   std::uint32_t m = 0;
@@ -128,22 +133,23 @@ KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOpe
                                    : 0u;
   push.lda = static_cast<std::uint32_t>(lhs.transposed ? m : k);
   push.ldb = static_cast<std::uint32_t>(rhs.transposed ? k : n);
-  // vec4 rows: every stored row and batch of A (B and C) starts on a vec4 of its binding. Only the
-  // large tiles use vec4; the small ones always move scalars.
+  // vec4 rows (both tilings): every stored row and batch of A (B and C) starts on a vec4 of its
+  // binding.
   const bool vec_a = push.lda % 4 == 0 && push.a_batch_stride % 4 == 0;
   const bool vec_bt = rhs.transposed && push.ldb % 4 == 0 && push.b_batch_stride % 4 == 0;
-  push.flags = (large ? kFlagLarge : 0u) | (vec_a ? kFlagVecA : 0u) | (n % 4 == 0 ? kFlagVecBC : 0u);
+  push.flags = (vec_a ? kFlagVecA : 0u) | (n % 4 == 0 ? kFlagVecBC : 0u);
 
   KernelLaunch launch;
-  launch.shader = "matmul";
+  launch.shader = large ? "matmul" : "matmul_small";
   launch.bindings = {lhs.value, rhs.value, splits > 1 ? kScratch : node.output};
   // K = 0: the operands are empty (a zero-byte binding is invalid) and never read; the shader
   // writes zeros. Bind the output in their slots.
   if (k == 0) launch.bindings = {node.output, node.output, node.output};
   append_pod(launch.push, push);
-  // The shader's specialization constants 0..2: A_T, B_T, VEC_BT (booleans, passed as 32-bit VkBool32).
-  // Only a transposed launch sets them: a plain one keeps the shader's defaults (all false), i.e. the
-  // untransposed kernel, under the pipeline key of a launch without specialization constants.
+  // The shaders' specialization constants 0..2: A_T, B_T, VEC_BT (booleans, passed as 32-bit
+  // VkBool32). Only a transposed launch sets them: a plain one keeps the shader's defaults (all
+  // false), i.e. the untransposed kernel, under the pipeline key of a launch without
+  // specialization constants.
   if (lhs.transposed || rhs.transposed) {
     launch.specialization = {lhs.transposed ? 1u : 0u, rhs.transposed ? 1u : 0u, vec_bt ? 1u : 0u};
   }
