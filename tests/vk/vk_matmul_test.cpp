@@ -117,8 +117,10 @@ TEST_F(VkTest, MatmulSplitsLongReductionsOverFewTiles) {
   check_matmul(ctx, {{7, 1024}, {1024, 9}}, 45, true, 2);      // 63 outputs: the scalar sum
   check_matmul(ctx, {{1024, 256}, {256, 1024}}, 47, true, 2);  // 64 large tiles, four ranges
   check_matmul(ctx, {{5, 4099}, {4099, 3}}, 49, true, 1);      // K has no even split: one dispatch
-  // Too little work per tile to pay for a second dispatch: W1's weight gradient, K = 256.
-  check_matmul(ctx, {{64, 256}, {256, 64}}, 51, true, 1);
+  // Little work per tile, but one tile alone on the device: W1's weight gradient, K = 256, splits
+  // into four ranges; with K = 192 (fewer than four ranges of 64) it does not.
+  check_matmul(ctx, {{64, 256}, {256, 64}}, 51, true, 2);
+  check_matmul(ctx, {{64, 192}, {192, 64}}, 55, true, 1);
   check_matmul(ctx, {{1024, 128}, {128, 1024}}, 53, true, 1);  // 64 large tiles, K = 128
 }
 

@@ -42,11 +42,16 @@ constexpr std::uint32_t kGroupSize = 256;
 // writing and summing partials than they save), but only when one tile's unsplit K loop is at
 // least kMinSplitWork multiply-adds per invocation (16 outputs each for small tiles, 64 for large):
 // about 8 us on an H200, below which the second dispatch and its barrier cost what the split saves
-// (W1's [64, 256] x [256, 64] weight gradients: 4 us each, not worth a 4 us partial sum).
+// on a device that many tiles already occupy.
 constexpr std::uint64_t kTargetGroups = 256;
 constexpr std::uint64_t kLargeTileMin = 64;
 constexpr std::int64_t kMinSplitK = 64;
 constexpr std::int64_t kMinSplitWork = 16384;
+// Except for products of at most kFewTiles tiles: their one workgroup per tile leaves the device
+// idle while its K loop waits on a load latency per slice, so a K of at least 4 ranges splits
+// whatever the work. W1's [64, 256] x [256, 64] weight gradients (one tile) took 14.5 us on an
+// H200 unsplit, 6.5-7.3 us in 4 ranges plus 3-4 us for the partial sum.
+constexpr std::uint64_t kFewTiles = 16;
 
 // Must match the FLAG_* constants of shaders/matmul.comp and shaders/matmul_small.comp.
 constexpr std::uint32_t kFlagVecA = 1;   // rows of A start on vec4 boundaries
@@ -115,7 +120,10 @@ KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOpe
   const std::uint64_t tiles = tile_count(m, n, batches, tile);
   const std::int64_t work_per_invocation = tile * tile / kGroupSize * k;
   const std::int64_t splits =
-      batches == 1 && tiles < kTargetGroups && work_per_invocation >= kMinSplitWork ? choose_splits(tiles, k) : 1;
+      batches == 1 && tiles < kTargetGroups &&
+              (work_per_invocation >= kMinSplitWork || (tiles <= kFewTiles && k >= 4 * kMinSplitK))
+          ? choose_splits(tiles, k)
+          : 1;
   const std::int64_t k_range = k / std::max<std::int64_t>(splits, 1);  // K = 0: one range of 0
 
   MatmulPush push;
