@@ -72,6 +72,10 @@ std::shared_ptr<Context> Context::create(ContextOptions options) {
   }
   const std::size_t chosen = detail::select_device(devices, selector, source);
   ctx->info_ = devices[chosen];
+  if (options.max_storage_buffers_per_dispatch) {
+    ctx->info_.max_per_stage_storage_buffers =
+        std::min(ctx->info_.max_per_stage_storage_buffers, *options.max_storage_buffers_per_dispatch);
+  }
   ctx->physical_device_ = physical[chosen];
   ctx->create_device();
   ctx->load_pipeline_cache(options.pipeline_cache_dir ? *options.pipeline_cache_dir

@@ -220,6 +220,7 @@ DeviceInfo describe_device(VkPhysicalDevice device, std::uint32_t index) {
     info.max_compute_work_group_size[i] = limits.maxComputeWorkGroupSize[i];
   }
   info.max_compute_work_group_invocations = limits.maxComputeWorkGroupInvocations;
+  info.max_per_stage_storage_buffers = limits.maxPerStageDescriptorStorageBuffers;
   info.timestamp_period = limits.timestampPeriod;
 
   if (base.apiVersion < k_min_api_version) {

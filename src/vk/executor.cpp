@@ -54,6 +54,23 @@ HostTensor read_words(const TensorType& type, const std::byte* src) {
   return t;
 }
 
+// Throws tg::Error naming the first launch that binds more storage buffers than the device allows
+// per dispatch (maxPerStageDescriptorStorageBuffers), before any Vulkan object is created.
+void refuse_launches_above(std::uint32_t max_buffers, const std::vector<KernelLaunch>& launches, const Graph& graph) {
+  for (std::size_t n = 0; n < launches.size(); ++n) {
+    if (launches[n].items == 0) continue;
+    for (const KernelLaunch* step : launch_steps(launches[n])) {
+      const std::size_t bindings = step->bindings.size() + (step->index_check ? 1 : 0);
+      if (step->items == 0 || bindings <= max_buffers) continue;
+      const Node& node = graph.nodes()[n];
+      throw Error("Vulkan kernel '" + step->shader + "' for '" + std::string(op_name(node.op)) + "' (value %" +
+                  std::to_string(node.output) + " of graph '" + graph.name() + "', created at " + node.loc.to_string() +
+                  ") binds " + std::to_string(bindings) + " storage buffers; the device allows " +
+                  std::to_string(max_buffers) + " per dispatch (maxPerStageDescriptorStorageBuffers)");
+    }
+  }
+}
+
 }  // namespace
 
 struct Program::Impl {
@@ -89,7 +106,13 @@ struct Program::Impl {
       launches.push_back(fn(graph, node));
       if (launches.back().index_check) plan_options.keep_alive.push_back(launches.back().index_check->input);
     }
-    if (options.fuse_elementwise) launches = fuse_elementwise(graph, std::move(launches));
+    // The fused kernel binds kFusedStorageBuffers buffers: a device that allows fewer per dispatch
+    // runs the per-op kernels (same bits).
+    const std::uint32_t max_buffers = ctx->info().max_per_stage_storage_buffers;
+    if (options.fuse_elementwise && max_buffers >= kFusedStorageBuffers) {
+      launches = fuse_elementwise(graph, std::move(launches));
+    }
+    refuse_launches_above(max_buffers, launches, graph);
     // After fusion, which leaves matmul and layout launches alone; the rebound matmuls name the
     // values they now read in extra_reads (below), so the plan keeps those alive until them.
     std::vector<std::pair<ValueId, ValueId>> dropped_transposes;

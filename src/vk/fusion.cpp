@@ -19,6 +19,7 @@ namespace {
 constexpr std::size_t kMaxInputs = 12;
 constexpr std::size_t kMaxOutputs = 4;
 constexpr std::size_t kMaxSteps = 24;
+static_assert(kMaxInputs + kMaxOutputs == kFusedStorageBuffers);
 constexpr std::size_t kMaxClamps = 4;
 constexpr std::uint32_t kUnary = 16;          // step op codes: ew_binary's, or ew_unary's + kUnary
 constexpr std::uint32_t kCopy = kUnary + 15;  // EW_COPY: broadcast_to of one element

@@ -36,6 +36,11 @@ struct ContextOptions {
   // Also called with each validation message as it arrives, including those reported while the
   // Context is being destroyed (leaked objects), which validation_messages() can no longer show.
   std::function<void(const std::string&)> on_validation_message;
+  // Bind at most this many storage buffers per dispatch, when below the device's
+  // maxPerStageDescriptorStorageBuffers: info() then reports this limit, and programs are built
+  // as for a device that has it (to check that a graph runs on smaller devices). Unset: the
+  // device's own limit.
+  std::optional<std::uint32_t> max_storage_buffers_per_dispatch;
 };
 
 // What happened to the on-disk pipeline cache.

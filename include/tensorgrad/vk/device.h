@@ -35,6 +35,10 @@ struct DeviceInfo {
   std::array<std::uint32_t, 3> max_compute_work_group_count{};
   std::array<std::uint32_t, 3> max_compute_work_group_size{};
   std::uint32_t max_compute_work_group_invocations = 0;
+  // maxPerStageDescriptorStorageBuffers: the storage buffers one dispatch may bind (Vulkan
+  // guarantees 4; the fused elementwise kernel binds 16, concat up to 9, so Program turns fusion
+  // off below 16 and refuses a launch that needs more than this, naming it).
+  std::uint32_t max_per_stage_storage_buffers = 0;
   std::uint32_t subgroup_size = 0;    // VkPhysicalDeviceSubgroupProperties
   float timestamp_period = 0;         // nanoseconds per timestamp tick
   bool timestamps_supported = false;  // timestamp queries work on the compute queue family below
