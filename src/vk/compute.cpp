@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tensorgrad/vk/shaders.h"
+#include "vk/spirv_float_controls.h"
 
 namespace tg::vk {
 
@@ -16,7 +17,11 @@ ComputePipeline::ComputePipeline(std::shared_ptr<Context> context, std::string_v
       shader_(shader),
       storage_buffers_(storage_buffers),
       push_constant_bytes_(push_constant_bytes) {
-  const std::span<const std::uint32_t> spirv = shader_spirv(shader);  // throws for unknown names
+  // Throws for unknown names; float controls where the context enables them (see
+  // spirv_float_controls.h).
+  const std::vector<std::uint32_t> spirv = with_float_controls(
+      shader_spirv(shader), {.preserve_nan_inf_signed_zero = context_->preserves_nan_inf_signed_zero(),
+                             .preserve_denormals = context_->preserves_denormals()});
   const std::string what = "the compute pipeline '" + shader_ + "'";
   if (push_constant_bytes % 4 != 0 || push_constant_bytes > context_->info().max_push_constants_size) {
     throw Error(what + ": " + std::to_string(push_constant_bytes) +
@@ -53,7 +58,7 @@ ComputePipeline::ComputePipeline(std::shared_ptr<Context> context, std::string_v
 
     VkShaderModuleCreateInfo module_info{};
     module_info.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
-    module_info.codeSize = spirv.size_bytes();
+    module_info.codeSize = spirv.size() * sizeof(std::uint32_t);
     module_info.pCode = spirv.data();
     context_->check(vkCreateShaderModule(device, &module_info, nullptr, &module),
                     "creating the shader module of " + what);

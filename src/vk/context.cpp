@@ -77,7 +77,7 @@ std::shared_ptr<Context> Context::create(ContextOptions options) {
         std::min(ctx->info_.max_per_stage_storage_buffers, *options.max_storage_buffers_per_dispatch);
   }
   ctx->physical_device_ = physical[chosen];
-  ctx->create_device();
+  ctx->create_device(options.float_controls);
   ctx->load_pipeline_cache(options.pipeline_cache_dir ? *options.pipeline_cache_dir
                                                       : detail::default_pipeline_cache_dir());
   return ctx;
@@ -122,7 +122,7 @@ void Context::create_instance(bool validation) {
   check(create_messenger(instance_, &messenger_info, nullptr, &messenger_), "creating the validation messenger");
 }
 
-void Context::create_device() {
+void Context::create_device(bool float_controls) {
   const std::vector<VkExtensionProperties> available = device_extensions(physical_device_);
   std::vector<const char*> extensions;
   // The spec requires enabling the portability subset wherever a device offers it (MoltenVK).
@@ -131,10 +131,17 @@ void Context::create_device() {
   if (has_extension(available, VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME)) {
     extensions.push_back(VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
     creation_feedback_ = true;
-  } else {
-    std::uint32_t instance_version = VK_API_VERSION_1_0;
-    check(vkEnumerateInstanceVersion(&instance_version), "querying the Vulkan loader version");
-    creation_feedback_ = std::min(instance_version, info_.api_version) >= VK_API_VERSION_1_3;
+  }
+  std::uint32_t instance_version = VK_API_VERSION_1_0;
+  check(vkEnumerateInstanceVersion(&instance_version), "querying the Vulkan loader version");
+  // The instance asks for min(loader, 1.3) (device.cpp), so the version in use is the lower of the
+  // loader's and the device's.
+  const std::uint32_t version = std::min(instance_version, info_.api_version);
+  if (!creation_feedback_) creation_feedback_ = version >= VK_API_VERSION_1_3;
+  // Float controls are core in 1.2 (their properties were read only there).
+  if (float_controls && version >= VK_API_VERSION_1_2) {
+    preserve_nan_inf_signed_zero_ = info_.can_preserve_nan_inf_signed_zero;
+    preserve_denormals_ = info_.can_preserve_denormals;
   }
 
   const float priority = 1.0f;

@@ -233,9 +233,12 @@ DeviceInfo describe_device(VkPhysicalDevice device, std::uint32_t index) {
   VkPhysicalDeviceSubgroupProperties subgroup{};
   subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
   subgroup.pNext = &maintenance3;
+  VkPhysicalDeviceFloatControlsProperties float_controls{};
+  float_controls.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES;
+  float_controls.pNext = &subgroup;
   VkPhysicalDeviceDriverProperties driver{};
   driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
-  driver.pNext = &subgroup;
+  driver.pNext = &float_controls;
   VkPhysicalDeviceProperties2 props{};
   props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
   props.pNext = base.apiVersion >= VK_API_VERSION_1_2 ? static_cast<void*>(&driver) : &subgroup;
@@ -245,6 +248,8 @@ DeviceInfo describe_device(VkPhysicalDevice device, std::uint32_t index) {
   if (base.apiVersion >= VK_API_VERSION_1_2) {
     info.driver_name = driver.driverName;
     info.driver_info = driver.driverInfo;
+    info.can_preserve_nan_inf_signed_zero = float_controls.shaderSignedZeroInfNanPreserveFloat32 == VK_TRUE;
+    info.can_preserve_denormals = float_controls.shaderDenormPreserveFloat32 == VK_TRUE;
   }
 
   std::uint32_t family_count = 0;

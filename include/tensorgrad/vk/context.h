@@ -41,6 +41,11 @@ struct ContextOptions {
   // as for a device that has it (to check that a graph runs on smaller devices). Unset: the
   // device's own limit.
   std::optional<std::uint32_t> max_storage_buffers_per_dispatch;
+  // Ask the driver, through float controls (Vulkan 1.2), to keep NaN, ±Inf and -0 and denormals in
+  // every shader, as far as the device supports it (DeviceInfo::can_preserve_*): without them a
+  // driver may assume there are none (NVIDIA's drops NaN through minimum, maximum and relu and
+  // flushes denormals). False: the driver's defaults.
+  bool float_controls = true;
 };
 
 // What happened to the on-disk pipeline cache.
@@ -90,6 +95,10 @@ class Context {
   const VkPhysicalDeviceMemoryProperties& memory_properties() const { return memory_properties_; }
   // VkPipelineCreationFeedback is available (Vulkan 1.3 or VK_EXT_pipeline_creation_feedback).
   bool has_creation_feedback() const { return creation_feedback_; }
+  // What every pipeline of this context asks of 32-bit floats (ContextOptions::float_controls):
+  // NaN, ±Inf and -0 kept; denormals kept.
+  bool preserves_nan_inf_signed_zero() const { return preserve_nan_inf_signed_zero_; }
+  bool preserves_denormals() const { return preserve_denormals_; }
 
   // Fences for submissions, reused: creating and destroying a fence for every submission cost
   // about 0.5 ms on NVIDIA's Linux driver (H200, driver 580), 50x a tiny submission's round trip.
@@ -107,7 +116,7 @@ class Context {
  private:
   Context() = default;
   void create_instance(bool validation);
-  void create_device();
+  void create_device(bool float_controls);
   void load_pipeline_cache(const std::string& dir);
   void record_message(std::string message);
   static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -124,6 +133,8 @@ class Context {
   VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
   VkPhysicalDeviceMemoryProperties memory_properties_{};
   bool creation_feedback_ = false;
+  bool preserve_nan_inf_signed_zero_ = false;
+  bool preserve_denormals_ = false;
 
   std::atomic<bool> usable_{true};
   VkResult unusable_result_ = VK_SUCCESS;

@@ -39,6 +39,11 @@ struct DeviceInfo {
   // guarantees 4; the fused elementwise kernel binds 16, concat up to 9, so Program turns fusion
   // off below 16 and refuses a launch that needs more than this, naming it).
   std::uint32_t max_per_stage_storage_buffers = 0;
+  // VkPhysicalDeviceFloatControlsProperties (Vulkan 1.2), for 32-bit floats: whether shaders may
+  // ask the driver to keep NaN, ±Inf and -0 (SignedZeroInfNanPreserve), and denormals
+  // (DenormPreserve). Context enables what is supported (ContextOptions::float_controls).
+  bool can_preserve_nan_inf_signed_zero = false;
+  bool can_preserve_denormals = false;
   std::uint32_t subgroup_size = 0;    // VkPhysicalDeviceSubgroupProperties
   float timestamp_period = 0;         // nanoseconds per timestamp tick
   bool timestamps_supported = false;  // timestamp queries work on the compute queue family below
