@@ -60,7 +60,7 @@ void refuse_launches_above(std::uint32_t max_buffers, const std::vector<KernelLa
   for (std::size_t n = 0; n < launches.size(); ++n) {
     if (launches[n].items == 0) continue;
     for (const KernelLaunch* step : launch_steps(launches[n])) {
-      const std::size_t bindings = step->bindings.size() + (step->index_check ? 1 : 0);
+      const std::size_t bindings = binding_count(*step);
       if (step->items == 0 || bindings <= max_buffers) continue;
       const Node& node = graph.nodes()[n];
       throw Error("Vulkan kernel '" + step->shader + "' for '" + std::string(op_name(node.op)) + "' (value %" +

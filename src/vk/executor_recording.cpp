@@ -36,8 +36,6 @@ std::string pipeline_key(const KernelLaunch& l, std::size_t bindings) {
   return key;
 }
 
-std::size_t binding_count(const KernelLaunch& l) { return l.bindings.size() + (l.index_check ? 1 : 0); }
-
 }  // namespace
 
 TimestampPool::TimestampPool(std::shared_ptr<Context> context, std::uint32_t count)

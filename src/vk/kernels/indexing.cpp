@@ -21,15 +21,9 @@ namespace tg::vk {
 namespace {
 
 constexpr std::uint32_t kGroupSize = 256;
-// Rows (softmax_causal) or terms per output element (scatter_add) at most this long run one
-// invocation each (mode 1); longer ones one workgroup each (mode 0), as in softmax.cpp.
-constexpr std::int64_t kSerialSoftmaxLength = 32;
-// softmax_causal rows up to this long, at least 128 of them, run 32 invocations each, 8 rows per
-// workgroup (mode 2, = WG / SEG in shaders/softmax_causal.comp).
-constexpr std::int64_t kSegmentSoftmaxLength = 1024;
-constexpr std::uint64_t kSoftmaxSegmentsPerGroup = 8;
-// scatter_add's serial mode also gives the f32 interpreter's exact summation order, so it is kept
-// for longer columns than softmax's; past this a workgroup per element keeps each invocation's
+// scatter_add's terms per output element at most this long run one invocation each (mode 1): its
+// serial mode also gives the f32 interpreter's exact summation order, so it is kept for longer
+// columns than softmax's rows (cover_rows()); past this a workgroup per element keeps each invocation's
 // loop well below llvmpipe's 65535-iteration cap.
 constexpr std::int64_t kSerialScatterLength = 256;
 
@@ -171,19 +165,12 @@ KernelLaunch plan_softmax_causal(const Graph& graph, const Node& node) {
   const std::int64_t length = type.shape.back();
   const std::int64_t rows = length == 0 ? 0 : type.size() / length;
   SoftmaxCausalPush push;
-  // Medium rows, many of them: 32 invocations per row, 8 rows per workgroup (mode 2, as softmax).
-  push.mode = length <= kSerialSoftmaxLength ? 1u : length <= kSegmentSoftmaxLength && rows >= 128 ? 2u : 0u;
   push.rows = u32(rows);
   push.len = u32(length);
   KernelLaunch launch;
   launch.shader = "softmax_causal";
   launch.bindings = {node.inputs[0], node.output};
-  launch.group_size = kGroupSize;
-  const auto row_count = static_cast<std::uint64_t>(rows);
-  launch.items = push.mode == 1u   ? row_count
-                 : push.mode == 2u ? (row_count + kSoftmaxSegmentsPerGroup - 1) / kSoftmaxSegmentsPerGroup * kGroupSize
-                                   : row_count * kGroupSize;
-  if (push.mode == 2u) launch.label = "softmax_causal (row segments)";
+  push.mode = cover_rows(launch, op_name(node.op), length, rows);
   append_pod(launch.push, push);
   return launch;
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tensorgrad/ir/graph.h"
@@ -79,6 +80,19 @@ bool matmul_can_read_transposed(const Graph& graph, const Node& node, std::size_
 
 // The launch followed by its `then` launches, in recording order.
 std::vector<const KernelLaunch*> launch_steps(const KernelLaunch& launch);
+
+// The row modes of shaders/reduce.comp, softmax.comp and softmax_causal.comp (their push constant
+// `mode`; WG 256 and SEG 32 there): rows of at most 32 terms run one invocation each (1); rows of
+// up to 1024 terms, at least 128 of them, a 32-invocation segment each, 8 per workgroup (2, "row
+// segments": a workgroup per row would spend a whole workgroup's 8-level tree on 128 terms); the
+// rest a workgroup each (0). Sets launch.items for `rows` rows (workgroups of 256) and labels a
+// segmented launch "<op> (row segments)"; returns the mode. Defined in reduce.cpp.
+std::uint32_t cover_rows(KernelLaunch& launch, std::string_view op, std::int64_t length, std::int64_t rows);
+
+// The storage buffers a launch's dispatch binds: its own, and the status word of an index check.
+inline std::size_t binding_count(const KernelLaunch& launch) {
+  return launch.bindings.size() + (launch.index_check ? 1 : 0);
+}
 
 using KernelPlanFn = KernelLaunch (*)(const Graph& graph, const Node& node);
 using KernelPlanTable = std::array<KernelPlanFn, kNumOps>;

@@ -53,7 +53,7 @@ constexpr std::int64_t kMinSplitWork = 16384;
 // H200 unsplit, 6.5-7.3 us in 4 ranges plus 3-4 us for the partial sum.
 constexpr std::uint64_t kFewTiles = 16;
 
-// Must match the FLAG_* constants of shaders/matmul.comp and shaders/matmul_small.comp.
+// Must match the FLAG_* constants of shaders/matmul_common.glsl.
 constexpr std::uint32_t kFlagVecA = 1;   // rows of A start on vec4 boundaries
 constexpr std::uint32_t kFlagVecBC = 2;  // N % 4 == 0: rows of C (and of an untransposed B) move as vec4
 

@@ -16,14 +16,13 @@ namespace {
 
 constexpr std::size_t kMaxRank = 6;
 constexpr std::uint32_t kGroupSize = 256;
-// Reductions at most this long run one invocation per output element (mode 1).
+// cover_rows(): rows at most kSerialLength long run one invocation each; longer ones up to
+// kSegmentLength, at least kSegmentRows of them, kSegmentsPerGroup per workgroup (fewer rows keep
+// a workgroup's 256 lanes each).
 constexpr std::int64_t kSerialLength = 32;
-// Longer ones up to kSegmentLength, with at least kSegmentRows output elements, run 32 invocations
-// per element, 8 elements per workgroup (mode 2): a workgroup per element (mode 0) would spend a
-// whole workgroup's 8-level tree on 128 terms. Fewer elements keep mode 0's 256 lanes each.
 constexpr std::int64_t kSegmentLength = 1024;
 constexpr std::int64_t kSegmentRows = 128;
-constexpr std::uint32_t kSegmentsPerGroup = 8;  // = WG / SEG in shaders/reduce.comp
+constexpr std::uint64_t kSegmentsPerGroup = 8;  // = WG / SEG in the shaders
 
 struct ReducePush {
   std::uint32_t op = 0;
@@ -94,19 +93,12 @@ KernelLaunch plan_reduce(const Graph& graph, const Node& node, ReduceOp op) {
   }
   push.rows = u32(graph, node, rows);
   push.count = u32(graph, node, count);
-  const bool segmented = count <= kSegmentLength && rows >= kSegmentRows;
-  push.mode = count <= kSerialLength ? 1 : segmented ? 2 : 0;
 
   KernelLaunch launch;
   launch.shader = "reduce";
   launch.bindings = {node.inputs[0], node.output};
-  launch.group_size = kGroupSize;
-  const auto elements = static_cast<std::uint64_t>(rows);
-  launch.items = push.mode == 1   ? elements
-                 : push.mode == 2 ? (elements + kSegmentsPerGroup - 1) / kSegmentsPerGroup * kGroupSize
-                                  : elements * kGroupSize;
+  push.mode = cover_rows(launch, op_name(node.op), count, rows);
   if (graph.type(node.output).size() == 0) launch.items = 0;
-  if (push.mode == 2) launch.label = std::string(op_name(node.op)) + " (row segments)";
   append_pod(launch.push, push);
   return launch;
 }
@@ -119,6 +111,22 @@ KernelLaunch plan(const Graph& graph, const Node& node) {
 constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
 
 }  // namespace
+
+std::uint32_t cover_rows(KernelLaunch& launch, std::string_view op, std::int64_t length, std::int64_t rows) {
+  const auto count = static_cast<std::uint64_t>(rows);
+  launch.group_size = kGroupSize;
+  if (length <= kSerialLength) {
+    launch.items = count;
+    return 1;
+  }
+  if (length <= kSegmentLength && rows >= kSegmentRows) {
+    launch.items = (count + kSegmentsPerGroup - 1) / kSegmentsPerGroup * kGroupSize;
+    launch.label = std::string(op) + " (row segments)";
+    return 2;
+  }
+  launch.items = count * kGroupSize;
+  return 0;
+}
 
 void register_reduce_kernels(KernelPlanTable& table) {
   table[slot(OpId::Sum)] = plan<sum>;

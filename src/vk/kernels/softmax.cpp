@@ -12,13 +12,6 @@ namespace tg::vk {
 
 namespace {
 
-constexpr std::uint32_t kGroupSize = 256;
-constexpr std::int64_t kSerialLength = 32;
-// Medium rows, many of them: 32 invocations per row, 8 rows per workgroup (mode 2).
-constexpr std::int64_t kSegmentLength = 1024;
-constexpr std::int64_t kSegmentRows = 128;
-constexpr std::uint64_t kSegmentsPerGroup = 8;  // = WG / SEG in shaders/softmax.comp
-
 struct SoftmaxPush {
   std::uint32_t op = 0;
   std::uint32_t mode = 0;
@@ -38,7 +31,6 @@ KernelLaunch plan_softmax(const Graph& graph, const Node& node, std::uint32_t op
   }
   SoftmaxPush push;
   push.op = op;
-  push.mode = length <= kSerialLength ? 1 : length <= kSegmentLength && outer * inner >= kSegmentRows ? 2 : 0;
   push.rows = static_cast<std::uint32_t>(outer * inner);
   push.length = static_cast<std::uint32_t>(length);
   push.inner = static_cast<std::uint32_t>(inner);
@@ -46,13 +38,8 @@ KernelLaunch plan_softmax(const Graph& graph, const Node& node, std::uint32_t op
   KernelLaunch launch;
   launch.shader = "softmax";
   launch.bindings = {node.inputs[0], node.output};
-  launch.group_size = kGroupSize;
-  const auto rows = static_cast<std::uint64_t>(outer * inner);
-  launch.items = num_elements(shape) == 0 ? 0
-                 : push.mode == 1         ? rows
-                 : push.mode == 2         ? (rows + kSegmentsPerGroup - 1) / kSegmentsPerGroup * kGroupSize
-                                          : rows * kGroupSize;
-  if (push.mode == 2) launch.label = std::string(op_name(node.op)) + " (row segments)";
+  push.mode = cover_rows(launch, op_name(node.op), length, outer * inner);
+  if (num_elements(shape) == 0) launch.items = 0;
   append_pod(launch.push, push);
   return launch;
 }
