@@ -3,6 +3,7 @@
 #include "tensorgrad/runtime/session.h"
 
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include "tensorgrad/interp/interpreter.h"
@@ -209,6 +210,32 @@ const Graph& Session::graph() const { return impl_->graph; }
 Backend Session::backend() const { return impl_->options.backend; }
 std::vector<vk::DispatchTiming> Session::timings() const {
   return impl_->program ? impl_->program->timings() : std::vector<vk::DispatchTiming>{};
+}
+
+MemoryPlan Session::memory_plan() const {
+  MemoryPlan plan;
+  if (impl_->program) {
+    const vk::ProgramStats& stats = impl_->program->stats();
+    plan.allocation_bytes = stats.block_bytes;
+    plan.total_bytes = stats.device_bytes;
+    plan.unshared_bytes = stats.unshared_bytes;
+    return plan;
+  }
+  const std::uint64_t element_bytes = impl_->options.backend == Backend::interp_f64 ? 8 : 4;
+  for (const auto& value : impl_->graph.values()) {
+    plan.unshared_bytes += element_bytes * static_cast<std::uint64_t>(value.type.size());
+  }
+  return plan;
+}
+
+std::string MemoryPlan::to_string() const {
+  const auto gib = [](std::uint64_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f GiB", static_cast<double>(bytes) / double(std::uint64_t{1} << 30));
+    return std::string(text);
+  };
+  return std::to_string(allocation_bytes.size()) + " allocation" + (allocation_bytes.size() == 1 ? "" : "s") + ", " +
+         gib(total_bytes) + " (one slot per value: " + gib(unshared_bytes) + ")";
 }
 
 }  // namespace tg

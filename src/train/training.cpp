@@ -59,6 +59,7 @@ std::vector<std::string> Training::kernels() const {
   return out;
 }
 Backend Training::backend() const { return core_->spec.backend; }
+MemoryPlan Training::memory_plan() const { return core_->compiled.session->memory_plan(); }
 const Schedule& Training::lr() const { return core_->lr; }
 
 namespace {

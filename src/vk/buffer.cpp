@@ -95,11 +95,6 @@ Buffer::Buffer(std::shared_ptr<Context> context, VkDeviceSize size, MemoryUse us
     throw Error("cannot create a " + what + ": it exceeds maxMemoryAllocationSize, " +
                 bytes_text(info.max_memory_allocation_size) + " on " + info.name);
   }
-  if (use == MemoryUse::device && size > info.max_storage_buffer_range) {
-    throw Error("cannot create a " + what + ": it exceeds maxStorageBufferRange, " +
-                bytes_text(info.max_storage_buffer_range) + " on " + info.name +
-                ", the most one storage-buffer binding can cover");
-  }
   context_->require_usable("creating a " + what);
 
   VkBufferCreateInfo buffer_info{};

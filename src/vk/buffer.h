@@ -1,7 +1,7 @@
 #pragma once
 // Internal: a VkBuffer with its own VkDeviceMemory, and upload/download through a staging buffer.
-// One allocation per buffer is the simple first step; the executor's buffer plan will put many
-// tensors into a few large allocations at offsets (see docs/vulkan.md).
+// The executor's buffer plan puts many values into a few such buffers ("blocks"), each value bound
+// at its own offset and range (see docs/vulkan.md, "Memory").
 #include <vulkan/vulkan.h>
 
 #include <cstddef>
@@ -30,8 +30,9 @@ std::optional<std::uint32_t> find_memory_type(const VkPhysicalDeviceMemoryProper
 class Buffer {
  public:
   Buffer() = default;
-  // Throws tg::Error before any Vulkan call if `size` is 0, above maxMemoryAllocationSize, or (for
-  // MemoryUse::device, bound whole as one storage buffer) above maxStorageBufferRange.
+  // Throws tg::Error before any Vulkan call if `size` is 0 or above maxMemoryAllocationSize. A device
+  // buffer may exceed maxStorageBufferRange: that limit applies to each binding's range (checked
+  // when a descriptor set is written).
   Buffer(std::shared_ptr<Context> context, VkDeviceSize size, MemoryUse use);
   Buffer(Buffer&& other) noexcept;
   Buffer& operator=(Buffer&& other) noexcept;

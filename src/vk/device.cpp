@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include "tensorgrad/vk/error.h"
 #include "vk/device_select.h"
@@ -222,6 +223,17 @@ DeviceInfo describe_device(VkPhysicalDevice device, std::uint32_t index) {
   info.max_compute_work_group_invocations = limits.maxComputeWorkGroupInvocations;
   info.max_per_stage_storage_buffers = limits.maxPerStageDescriptorStorageBuffers;
   info.timestamp_period = limits.timestampPeriod;
+  // The largest device-local heap, or the largest heap where none is device-local.
+  VkPhysicalDeviceMemoryProperties memory{};
+  vkGetPhysicalDeviceMemoryProperties(device, &memory);
+  const auto rank = [&](std::uint32_t h) {
+    const bool local = (memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0;
+    return std::pair(local, memory.memoryHeaps[h].size);
+  };
+  for (std::uint32_t h = 0; h < memory.memoryHeapCount && h < VK_MAX_MEMORY_HEAPS; ++h) {
+    if (h == 0 || rank(h) > rank(info.device_heap_index)) info.device_heap_index = h;
+  }
+  if (memory.memoryHeapCount > 0) info.device_heap_bytes = memory.memoryHeaps[info.device_heap_index].size;
 
   if (base.apiVersion < k_min_api_version) {
     info.unusable_reason = "supports only Vulkan " + version_string(base.apiVersion) + "; tensorgrad needs 1.1";

@@ -208,10 +208,14 @@ struct Program::Impl {
     limits.alignment = info.min_storage_buffer_offset_alignment;
     limits.max_storage_buffer_range = info.max_storage_buffer_range;
     limits.max_memory_allocation_size = info.max_memory_allocation_size;
+    limits.block_bytes = options.max_block_bytes;
+    limits.heap_bytes = info.device_heap_bytes > 0 ? info.device_heap_bytes : ~0ull;
+    limits.heap = "memory heap " + std::to_string(info.device_heap_index);
     limits.device = info.summary();
     plan = plan_buffers(graph, limits, plan_options);
     stats.device_bytes = plan.total_bytes;
     stats.unshared_bytes = plan.naive_bytes;
+    stats.block_bytes = plan.blocks;
 
     RecordingRequest request{graph, plan, launches, resident, copies, unread_outputs, constants, options.timestamps};
     recorded = record_program(ctx, request, stats);
@@ -237,7 +241,7 @@ struct Program::Impl {
     if (value.values.empty()) return;
     std::vector<std::byte> bytes(value.values.size() * 4);
     write_words(value, bytes.data());
-    upload(recorded.device, bytes, slot(*id).offset);
+    upload(recorded.blocks[slot(*id).block], bytes, slot(*id).offset);
   }
 
   HostTensor read_input(std::string_view name) const {
@@ -252,7 +256,7 @@ struct Program::Impl {
   HostTensor download_value(ValueId v, const ValueSlot& s) const {
     const TensorType& type = graph.type(v);
     std::vector<std::byte> bytes(static_cast<std::size_t>(type.size()) * 4);
-    if (!bytes.empty()) download(recorded.device, bytes, s.offset);
+    if (!bytes.empty()) download(recorded.block(s), bytes, s.offset);
     return read_words(type, bytes.data());
   }
 
@@ -324,7 +328,8 @@ struct Program::Impl {
       std::memcpy(&first_bad, recorded.staging_out.mapped() + check.readback_offset, 4);
       if (first_bad == k_no_bad_element) continue;
       std::array<std::byte, 4> word{};
-      download(recorded.device, word, slot(check.index.input).offset + 4ull * first_bad);
+      const ValueSlot& input = slot(check.index.input);
+      download(recorded.block(input), word, input.offset + 4ull * first_bad);
       std::uint32_t raw;
       std::memcpy(&raw, word.data(), 4);
       const Node& node = graph.node(check.node);
@@ -356,12 +361,15 @@ struct Program::Impl {
   std::vector<std::string> check_guards() const {
     std::vector<std::string> problems;
     if (plan.guard_bytes == 0) return problems;
-    std::vector<std::uint32_t> words(plan.total_bytes / 4);
-    download(recorded.device, std::as_writable_bytes(std::span(words)));
+    std::vector<std::vector<std::uint32_t>> words;
+    for (const Buffer& block : recorded.blocks) {
+      words.emplace_back(block.size() / 4);
+      download(block, std::as_writable_bytes(std::span(words.back())));
+    }
     // The byte offset of the first word of s's guard that lost its sentinel, if any.
     const auto overwritten = [&](const ValueSlot& s) -> std::optional<std::uint64_t> {
       for (std::uint64_t b = s.guard_offset; b < s.guard_offset + s.guard_bytes; b += 4) {
-        if (words[b / 4] != k_guard_word) return b - s.guard_offset;
+        if (words[s.block][b / 4] != k_guard_word) return b - s.guard_offset;
       }
       return std::nullopt;
     };

@@ -3,6 +3,7 @@
 #include "vk/executor_recording.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/vk/error.h"
@@ -11,10 +12,35 @@ namespace tg::vk {
 
 namespace {
 
+// Bytes [begin, end) of one plan block.
 struct Range {
+  std::uint32_t block = 0;
   std::uint64_t begin = 0, end = 0;
-  bool overlaps(const Range& o) const { return begin < o.end && o.begin < end; }
+  bool overlaps(const Range& o) const { return block == o.block && begin < o.end && o.begin < end; }
 };
+
+// vkCmdCopyBuffer per block pair: `copies` holds (src block, dst block, region); staging buffers
+// are passed as the only "block" of their side.
+void copy_regions(VkCommandBuffer c, const std::vector<const Buffer*>& from, const std::vector<const Buffer*>& to,
+                  std::vector<std::tuple<std::uint32_t, std::uint32_t, VkBufferCopy>> copies) {
+  std::sort(copies.begin(), copies.end(), [](const auto& a, const auto& b) {
+    return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
+  });
+  for (std::size_t i = 0; i < copies.size();) {
+    const std::uint32_t src = std::get<0>(copies[i]), dst = std::get<1>(copies[i]);
+    std::vector<VkBufferCopy> regions;
+    for (; i < copies.size() && std::get<0>(copies[i]) == src && std::get<1>(copies[i]) == dst; ++i)
+      regions.push_back(std::get<2>(copies[i]));
+    vkCmdCopyBuffer(c, from[src]->handle(), to[dst]->handle(), static_cast<std::uint32_t>(regions.size()),
+                    regions.data());
+  }
+}
+
+std::vector<const Buffer*> pointers(const std::vector<Buffer>& buffers) {
+  std::vector<const Buffer*> out;
+  for (const Buffer& b : buffers) out.push_back(&b);
+  return out;
+}
 
 bool overlaps_any(const Range& r, const std::vector<Range>& set) {
   return std::any_of(set.begin(), set.end(), [&](const Range& o) { return r.overlaps(o); });
@@ -59,7 +85,7 @@ TimestampPool::~TimestampPool() {
 void record_dispatches(VkCommandBuffer c, RecordedProgram& r, const RecordingRequest& request,
                        const std::vector<ValueSlot>& slots, const std::vector<std::uint64_t>& status_offsets,
                        ProgramStats* stats, bool constants) {
-  const DeviceInfo& info = r.device.context()->info();
+  const DeviceInfo& info = r.blocks.front().context()->info();
   const bool timestamps = r.timestamps && !constants;
   std::size_t dispatches = 0;
   // Ranges written and read by dispatches since the last barrier.
@@ -75,8 +101,8 @@ void record_dispatches(VkCommandBuffer c, RecordedProgram& r, const RecordingReq
       for (std::size_t b = 0; b < l.bindings.size(); ++b) {
         const ValueId v = l.bindings[b];
         const ValueSlot& s = v == kScratch ? request.plan.scratch[n] : slots[static_cast<std::size_t>(v)];
-        bindings.push_back({&r.device, s.offset, s.bytes});
-        (b + l.writes >= l.bindings.size() ? writes : reads).push_back(Range{s.offset, s.offset + s.bytes});
+        bindings.push_back({&r.block(s), s.offset, s.bytes});
+        (b + l.writes >= l.bindings.size() ? writes : reads).push_back(Range{s.block, s.offset, s.offset + s.bytes});
       }
       // Each status word belongs to one dispatch: no hazard to track.
       if (l.index_check) bindings.push_back({&r.status, status_offsets[n], 4});
@@ -115,7 +141,7 @@ std::unique_ptr<CommandBuffer> record_commands(RecordedProgram& r, const Recordi
                                                const std::vector<ValueSlot>& slots,
                                                const std::vector<std::uint64_t>& status_offsets, ProgramStats* stats) {
   const Graph& graph = request.graph;
-  auto commands = std::make_unique<CommandBuffer>(r.device.context());
+  auto commands = std::make_unique<CommandBuffer>(r.blocks.front().context());
   commands->begin(/*one_time=*/false);
   VkCommandBuffer c = commands->handle();
   // Order this replay's transfers and dispatches after everything the previous replay did (its
@@ -126,17 +152,15 @@ std::unique_ptr<CommandBuffer> record_commands(RecordedProgram& r, const Recordi
                  VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_SHADER_READ_BIT |
                      VK_ACCESS_SHADER_WRITE_BIT);
   if (r.timestamps) vkCmdResetQueryPool(c, r.timestamps->handle(), 0, r.timestamps->count());
-  std::vector<VkBufferCopy> copies;
+  const std::vector<const Buffer*> blocks = pointers(r.blocks);
+  std::vector<std::tuple<std::uint32_t, std::uint32_t, VkBufferCopy>> copies;
   for (std::size_t i = 0; i < graph.inputs().size(); ++i) {
     const ValueSlot& s = slots[static_cast<std::size_t>(graph.inputs()[i].value)];
     if (!request.resident[i] && graph.type(graph.inputs()[i].value).size() > 0) {
-      copies.push_back({r.in_offsets[i], s.offset, s.bytes});
+      copies.emplace_back(0, s.block, VkBufferCopy{r.in_offsets[i], s.offset, s.bytes});
     }
   }
-  if (!copies.empty()) {
-    vkCmdCopyBuffer(c, r.staging_in.handle(), r.device.handle(), static_cast<std::uint32_t>(copies.size()),
-                    copies.data());
-  }
+  copy_regions(c, {&r.staging_in}, blocks, std::move(copies));
   if (!r.checks.empty()) vkCmdFillBuffer(c, r.status.handle(), 0, VK_WHOLE_SIZE, k_no_bad_element);
   memory_barrier(c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
@@ -151,21 +175,15 @@ std::unique_ptr<CommandBuffer> record_commands(RecordedProgram& r, const Recordi
     const ValueId v = graph.outputs()[i].value;
     const ValueSlot& s = slots[static_cast<std::size_t>(v)];
     if (!request.unread_outputs.contains(v) && graph.type(v).size() > 0) {
-      copies.push_back({s.offset, r.out_offsets[i], s.bytes});
+      copies.emplace_back(s.block, 0, VkBufferCopy{s.offset, r.out_offsets[i], s.bytes});
     }
   }
-  if (!copies.empty()) {
-    vkCmdCopyBuffer(c, r.device.handle(), r.staging_out.handle(), static_cast<std::uint32_t>(copies.size()),
-                    copies.data());
-  }
+  copy_regions(c, blocks, {&r.staging_out}, std::move(copies));
   copies.clear();
   for (std::size_t k = 0; k < r.checks.size(); ++k) {
-    copies.push_back({r.checks[k].status_offset, r.checks[k].readback_offset, 4});
+    copies.emplace_back(0, 0, VkBufferCopy{r.checks[k].status_offset, r.checks[k].readback_offset, 4});
   }
-  if (!copies.empty()) {
-    vkCmdCopyBuffer(c, r.status.handle(), r.staging_out.handle(), static_cast<std::uint32_t>(copies.size()),
-                    copies.data());
-  }
+  copy_regions(c, {&r.status}, {&r.staging_out}, std::move(copies));
   memory_barrier(c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
                  VK_ACCESS_HOST_READ_BIT);
   commands->end();
@@ -179,11 +197,22 @@ RecordedProgram record_program(const std::shared_ptr<Context>& ctx, const Record
   const DeviceInfo& info = ctx->info();
   RecordedProgram r;
 
-  r.device = Buffer(ctx, plan.total_bytes, MemoryUse::device);
-  if (plan.guard_bytes > 0) {
-    // The whole buffer starts as sentinel words, guards included.
-    std::vector<std::uint32_t> words(plan.total_bytes / 4, k_guard_word);
-    upload(r.device, std::as_bytes(std::span(words)));
+  for (std::size_t b = 0; b < plan.blocks.size(); ++b) {
+    try {
+      r.blocks.emplace_back(ctx, plan.blocks[b], MemoryUse::device);
+    } catch (const DeviceError& e) {
+      if (e.result() != VK_ERROR_OUT_OF_DEVICE_MEMORY && e.result() != VK_ERROR_OUT_OF_HOST_MEMORY) throw;
+      throw Error("Vulkan program '" + graph.name() + "': out of device memory allocating block " + std::to_string(b) +
+                  " of " + std::to_string(plan.blocks.size()) + " (" + std::to_string(plan.blocks[b]) +
+                  " bytes; the plan needs " + std::to_string(plan.total_bytes) + " bytes in all, heap " +
+                  std::to_string(info.device_heap_index) + " holds " + std::to_string(info.device_heap_bytes) +
+                  " bytes, some of it in use by other programs) on " + info.summary());
+    }
+    if (plan.guard_bytes > 0) {
+      // The whole block starts as sentinel words, guards included.
+      std::vector<std::uint32_t> words(plan.blocks[b] / 4, k_guard_word);
+      upload(r.blocks[b], std::as_bytes(std::span(words)));
+    }
   }
 
   std::uint64_t in_bytes = 0, out_bytes = 0;

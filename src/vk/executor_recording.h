@@ -1,6 +1,6 @@
 #pragma once
 // Internal: recording a planned program into one reusable command buffer, and what the recording
-// owns (the device buffer, staging buffers, pipelines, descriptor sets, timestamp queries, index-check
+// owns (the device blocks, staging buffers, pipelines, descriptor sets, timestamp queries, index-check
 // status words). tg::vk::Program (executor.cpp) replays it.
 #include <array>
 #include <map>
@@ -47,7 +47,8 @@ class TimestampPool {
 };
 
 struct RecordedProgram {
-  Buffer device;  // every value, at the plan's offsets
+  std::vector<Buffer> blocks;  // every value, in its plan block at its offset
+  const Buffer& block(const ValueSlot& s) const { return blocks[s.block]; }
   Buffer status;  // one word per index check, at offsets aligned for binding
   Buffer staging_in, staging_out;
   std::vector<std::uint64_t> in_offsets;   // staging offset per graph input (unused when resident)

@@ -1,9 +1,11 @@
 #pragma once
 // Internal: the static buffer plan of a compiled program. Every graph value gets a byte range in one
-// device buffer; a value whose last reader has run gives its memory back, and later values reuse it
-// (first fit, offsets aligned to minStorageBufferOffsetAlignment). Graph inputs and outputs stay
-// live for the whole program. Optional guard regions after every value hold a sentinel pattern the
-// executor can check after a run, to catch kernels writing past their output.
+// of a few device allocations ("blocks"), each bound per value at its own offset and range; a value
+// whose last reader has run gives its memory back, and later values reuse it (first fit over the
+// blocks in order, offsets aligned to minStorageBufferOffsetAlignment; a new block only when no
+// existing one has room below the block cap). Graph inputs and outputs stay live for the whole
+// program. Optional guard regions after every value hold a sentinel pattern the executor can check
+// after a run, to catch kernels writing past their output.
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -13,11 +15,20 @@
 
 namespace tg::vk {
 
+// The block cap when the caller sets none: few allocations for any graph that fits a device, and
+// small enough that one allocation never needs most of a heap in one piece.
+inline constexpr std::uint64_t k_default_block_bytes = std::uint64_t{4} << 30;
+
 struct PlanLimits {
   std::uint64_t alignment = 4;                       // minStorageBufferOffsetAlignment (at least 4)
-  std::uint64_t max_storage_buffer_range = ~0ull;    // one binding's range
-  std::uint64_t max_memory_allocation_size = ~0ull;  // the whole buffer
-  std::string device;                                // for error messages
+  std::uint64_t max_storage_buffer_range = ~0ull;    // one binding's range: the largest value
+  std::uint64_t max_memory_allocation_size = ~0ull;  // one block
+  // The most bytes one block is planned with (0: k_default_block_bytes), raised to the largest
+  // value when that is bigger, and never above max_memory_allocation_size.
+  std::uint64_t block_bytes = 0;
+  std::uint64_t heap_bytes = ~0ull;  // the device heap the blocks come from: all blocks together
+  std::string heap;                  // "heap 0 (device-local, 80 GiB)", for error messages
+  std::string device;                // for error messages
 };
 
 struct PlanOptions {
@@ -45,17 +56,20 @@ struct PlanOptions {
 inline constexpr std::uint32_t k_guard_word = 0xDEADBEEFu;
 
 struct ValueSlot {
-  std::uint64_t offset = 0;
+  std::uint32_t block = 0;         // which allocation
+  std::uint64_t offset = 0;        // within the block
   std::uint64_t bytes = 0;         // the payload: 4 bytes per element, at least 4
   std::uint64_t guard_offset = 0;  // = offset + bytes
   std::uint64_t guard_bytes = 0;
 };
 
 struct BufferPlan {
-  std::vector<ValueSlot> slots;    // indexed by ValueId
-  std::vector<ValueSlot> scratch;  // indexed by node; bytes = 0 where a node has none
-  std::uint64_t total_bytes = 0;
-  std::uint64_t naive_bytes = 0;  // what one slot per value would have needed
+  std::vector<ValueSlot> slots;       // indexed by ValueId
+  std::vector<ValueSlot> scratch;     // indexed by node; bytes = 0 where a node has none
+  std::vector<std::uint64_t> blocks;  // bytes of each allocation
+  std::uint64_t block_cap = 0;        // the most bytes a block was planned with
+  std::uint64_t total_bytes = 0;      // of all blocks
+  std::uint64_t naive_bytes = 0;      // what one slot per value would have needed
   std::uint64_t guard_bytes = 0;
   // First and last node index (inclusive) at which each value must hold its data; inputs start at
   // -1, outputs and inputs end at nodes().size().
@@ -63,8 +77,7 @@ struct BufferPlan {
 };
 
 // Throws tg::Error, before anything is allocated, when one value's range exceeds
-// max_storage_buffer_range or the whole plan exceeds the smaller of the two limits (one buffer is
-// bound as a whole by Buffer today).
+// max_storage_buffer_range or max_memory_allocation_size, or all blocks together exceed heap_bytes.
 BufferPlan plan_buffers(const Graph& graph, const PlanLimits& limits, const PlanOptions& options = {});
 
 }  // namespace tg::vk

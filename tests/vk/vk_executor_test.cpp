@@ -12,7 +12,6 @@
 
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
-#include "vk/plan.h"
 #include "vk_oracle_check.h"
 #include "vk_test_support.h"
 
@@ -292,110 +291,6 @@ TEST_F(VkTest, ExecutorInputErrorsNameTheInput) {
   const TensorMap misshapen{{"x", HostTensor::f32({3}, {1, 2, 3})}};
   EXPECT_NE(message(misshapen).find("input 'x' expects f32[2]"), std::string::npos) << message(misshapen);
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
-}
-
-// The plan alone (no device): reuse, alignment, live inputs/outputs, limits.
-TEST(VkPlan, ReusesDeadValuesKeepsInputsAndOutputsAndRespectsAlignment) {
-  GraphBuilder b("plan");
-  TracingScope scope(b);
-  Tensor x = b.input("x", {DType::f32, {100}});
-  Tensor h = exp(x);
-  h = exp(h);
-  h = exp(h);
-  h = exp(h);
-  b.output("y", h);
-  const Graph g = b.take();
-  const BufferPlan plan = plan_buffers(g, {.alignment = 64});
-  for (const ValueSlot& s : plan.slots) {
-    EXPECT_EQ(s.offset % 64, 0u);
-    EXPECT_EQ(s.bytes, 400u);
-  }
-  const auto overlap = [&](ValueId a, ValueId c) {
-    const ValueSlot &p = plan.slots[static_cast<std::size_t>(a)], &q = plan.slots[static_cast<std::size_t>(c)];
-    return p.offset < q.offset + q.bytes && q.offset < p.offset + p.bytes;
-  };
-  // Values alive at the same time never overlap.
-  for (ValueId a = 0; a < static_cast<ValueId>(plan.slots.size()); ++a)
-    for (ValueId c = a + 1; c < static_cast<ValueId>(plan.slots.size()); ++c) {
-      const bool both_live = plan.live_from[static_cast<std::size_t>(a)] <= plan.live_to[static_cast<std::size_t>(c)] &&
-                             plan.live_from[static_cast<std::size_t>(c)] <= plan.live_to[static_cast<std::size_t>(a)];
-      if (both_live) {
-        EXPECT_FALSE(overlap(a, c)) << a << " " << c;
-      }
-    }
-  // x (input) stays; at most two of the four exps are live at once, so three slots instead of five.
-  EXPECT_EQ(plan.total_bytes, 2 * 448u + 400u);
-  EXPECT_EQ(plan.naive_bytes, 5 * 448u);
-  const BufferPlan guarded = plan_buffers(g, {.alignment = 64}, {.guard_bytes = 100});
-  for (const ValueSlot& s : guarded.slots) {
-    EXPECT_EQ(s.guard_offset, s.offset + 400);
-    EXPECT_EQ(s.guard_bytes, 100u);
-  }
-  EXPECT_EQ(guarded.total_bytes, 4 * 512u + 500u);  // no reuse with guards
-  EXPECT_THROW(plan_buffers(g, {.max_storage_buffer_range = 399, .device = "tiny"}), Error);
-  try {
-    plan_buffers(g, {.max_memory_allocation_size = 1000, .device = "tiny"});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("tiny"), std::string::npos) << e.what();
-  }
-}
-
-// An alias group takes one range, alive from its first member's start to its last member's end.
-TEST(VkPlan, AliasesShareTheirSourcesRangeForTheGroupsLifetime) {
-  GraphBuilder b("plan");
-  TracingScope scope(b);
-  Tensor x = b.input("x", {DType::f32, {100}});
-  const Tensor e1 = exp(x);                   // node 0
-  const Tensor r = reshape(e1, {10, 10});     // node 1: an alias of e1
-  const Tensor e2 = exp(x);                   // node 2
-  const Tensor e3 = exp(e2);                  // node 3
-  b.output("y", add(reshape(r, {100}), e3));  // node 4 reshapes again, node 5 reads the group
-  const Graph g = b.take();
-  const ValueId flat = g.nodes()[5].inputs[0];
-  const BufferPlan plan = plan_buffers(g, {.alignment = 64}, {.aliases = {{r.id(), e1.id()}, {flat, r.id()}}});
-  const auto slot = [&](ValueId v) { return plan.slots[static_cast<std::size_t>(v)]; };
-  EXPECT_EQ(slot(r.id()).offset, slot(e1.id()).offset);
-  EXPECT_EQ(slot(flat).offset, slot(e1.id()).offset);
-  EXPECT_EQ(plan.live_to[static_cast<std::size_t>(e1.id())], 5);
-  // e2 and e3 are born while the group is alive: they must not overlap it.
-  for (const Tensor& t : {e2, e3}) {
-    const ValueSlot p = slot(e1.id()), q = slot(t.id());
-    EXPECT_FALSE(p.offset < q.offset + q.bytes && q.offset < p.offset + p.bytes);
-  }
-}
-
-// Scratch lives only while its node runs; an extra read keeps a value alive until its reader.
-TEST(VkPlan, ScratchAndExtraReadsExtendNoLifetimeMoreThanNeeded) {
-  GraphBuilder b("plan");
-  TracingScope scope(b);
-  Tensor x = b.input("x", {DType::f32, {100}});
-  const Tensor e1 = exp(x);   // node 0
-  const Tensor e2 = exp(e1);  // node 1: 200 bytes of scratch
-  const Tensor e3 = exp(e2);  // node 2
-  b.output("y", exp(e3));     // node 3: also reads e1 (an extra read)
-  const Graph g = b.take();
-  const auto slot = [](const BufferPlan& p, const Tensor& t) { return p.slots[static_cast<std::size_t>(t.id())]; };
-  const auto overlap = [](const ValueSlot& p, const ValueSlot& q) {
-    return p.offset < q.offset + q.bytes && q.offset < p.offset + p.bytes;
-  };
-  const BufferPlan plain = plan_buffers(g, {.alignment = 64});
-  EXPECT_TRUE(overlap(slot(plain, e1), slot(plain, e3))) << "e3 reuses e1's memory when nothing reads e1 later";
-
-  const BufferPlan plan =
-      plan_buffers(g, {.alignment = 64}, {.scratch_bytes = {0, 198, 0, 0}, .extra_reads = {{e1.id(), 3}}});
-  ASSERT_EQ(plan.scratch.size(), 4u);
-  EXPECT_EQ(plan.scratch[0].bytes, 0u);
-  const ValueSlot& scratch = plan.scratch[1];
-  EXPECT_EQ(scratch.bytes, 200u);  // rounded up to whole words
-  EXPECT_EQ(scratch.offset % 64, 0u);
-  EXPECT_FALSE(overlap(scratch, slot(plan, e1))) << "node 1 reads e1";
-  EXPECT_FALSE(overlap(scratch, slot(plan, e2))) << "node 1 writes e2";
-  EXPECT_FALSE(overlap(scratch, slot(plan, x))) << "inputs live throughout";
-  EXPECT_EQ(plan.live_to[static_cast<std::size_t>(e1.id())], 3);
-  for (const Tensor& later : {e2, e3}) EXPECT_FALSE(overlap(slot(plan, e1), slot(plan, later)));
-  EXPECT_THROW(plan_buffers(g, {.max_storage_buffer_range = 1000, .device = "tiny"}, {.scratch_bytes = {0, 1004}}),
-               Error);
 }
 
 }  // namespace

@@ -23,10 +23,13 @@
 #include "vk/transpose_absorb.h"
 #include "vk_oracle_check.h"
 #include "vk_test_support.h"
+#include "vk_transformer_step.h"
 
 namespace tg::vk {
 namespace {
 
+using testing::compile_transformer;
+using testing::expect_same_bits;
 using testing::random_f32;
 using testing::VkTest;
 
@@ -40,21 +43,6 @@ Shape swapped(Shape s) {
 }
 
 std::string which_name(int which) { return which == kBoth ? "both" : which == kLhs ? "lhs" : "rhs"; }
-
-// Every output of `got` has the same bits as in `want`.
-void expect_same_bits(const TensorMap& want, const TensorMap& got, const std::string& what) {
-  ASSERT_EQ(want.size(), got.size()) << what;
-  for (const auto& [name, t] : want) {
-    const HostTensor& g = got.at(name);
-    ASSERT_EQ(t.type, g.type) << what << ": " << name;
-    for (std::size_t i = 0; i < t.values.size(); ++i) {
-      const auto x = static_cast<float>(t.values[i]);
-      const auto y = static_cast<float>(g.values[i]);
-      ASSERT_EQ(std::memcmp(&x, &y, sizeof(float)), 0)
-          << what << ": " << name << "[" << i << "] " << t.values[i] << " vs " << g.values[i];
-    }
-  }
-}
 
 struct Expect {
   std::size_t absorbed = 0;    // ProgramStats::absorbed_transposes (and the dispatches saved)
@@ -378,17 +366,6 @@ TransposeCounts count_transposes(const Graph& g) {
   return c;
 }
 
-Training compile_transformer(const examples::TransformerConfig& config, std::int64_t batch) {
-  examples::CharTransformer model(config);
-  return compile(TrainingSpec<examples::CharTransformer>{
-      .model = model,
-      .loss = examples::transformer_loss,
-      .inputs = {{"tokens", {{batch, config.context}, DType::i32}}, {"targets", {{batch, config.context}, DType::i32}}},
-      .optimizer = {.kind = AdamWConfig{}},
-      .lr = 1e-3,
-      .seed = 1});
-}
-
 // No device needed: the pass on W2's step graph (bench/profile_step.cpp's W2). Every last-two
 // transpose that only matmuls read goes, and so do the swaps back of attention's k^T.
 TEST(VkTransposeAbsorb, W2StepGraphCounts) {
@@ -410,21 +387,7 @@ TEST_F(VkTest, W2SmallStepGivesTheSameBitsWithAbsorbedTransposes) {
   const TransposeCounts c = count_transposes(g);
   std::cout << "W2_small step graph: " << c.swaps << " swap_axes, " << c.last_two << " of the last two axes, "
             << c.only_matmuls << " read by matmuls only, " << c.absorbed << " absorbed\n";
-  const TensorMap params = t.download_param_tensors();
-  TensorMap in;
-  std::uint32_t seed = 100;
-  for (const GraphInput& i : g.inputs()) {
-    const TensorType& type = g.type(i.value);
-    if (params.contains(i.name)) {
-      in.emplace(i.name, params.at(i.name));
-    } else if (type.dtype == DType::i32) {
-      in.emplace(i.name, testing::random_indices(type.shape, config.vocab, seed++));
-    } else if (type.size() == 1) {
-      in.emplace(i.name, HostTensor::filled(type, 1.0));  // a step count or a rate: no 0/0
-    } else {
-      in.emplace(i.name, HostTensor::filled(type, 0.0));
-    }
-  }
+  const TensorMap in = testing::transformer_step_inputs(t, config.vocab);
   Program plain(ctx, g, {.absorb_transposes = false});
   Program absorbed(ctx, g);
   EXPECT_EQ(absorbed.stats().absorbed_transposes, c.absorbed);

@@ -68,6 +68,18 @@ class RunResult {
   std::variant<TensorMap, RunFailure> state_;
 };
 
+// The device memory a compiled graph holds. Vulkan: its buffer plan, a few allocations that every
+// value is placed in (memory of dead values reused; docs/vulkan.md, "Memory"). The interpreters
+// allocate each value when it is computed and free it after its last reader: no allocations here,
+// and unshared_bytes is what all values together would take.
+struct MemoryPlan {
+  std::vector<std::uint64_t> allocation_bytes;  // each device allocation, in plan order
+  std::uint64_t total_bytes = 0;                // all allocations together
+  std::uint64_t unshared_bytes = 0;             // one slot per value, no reuse
+  // "3 allocations, 1.50 GiB (one slot per value: 4.20 GiB)"
+  std::string to_string() const;
+};
+
 class Session {
  public:
   // Compiles `graph` for the backend. Throws what compiling throws: tg::Error for a bad writeback
@@ -92,6 +104,7 @@ class Session {
   Backend backend() const;
   // Vulkan with timestamps: the last run's per-dispatch device times; empty otherwise.
   std::vector<vk::DispatchTiming> timings() const;
+  MemoryPlan memory_plan() const;
 
  private:
   struct Impl;

@@ -182,6 +182,9 @@ class Training {
   const Graph& graph() const;
   std::vector<std::string> kernels() const;
   Backend backend() const;
+  // The device memory the compiled step holds (Session::memory_plan): on Vulkan its allocations,
+  // their total, and what one slot per value would have needed.
+  MemoryPlan memory_plan() const;
 
   // Current params, as floats (what every backend stores, except interp_f64) ...
   ParamValues download_params() const;

@@ -30,6 +30,10 @@ struct DeviceInfo {
   std::uint64_t max_storage_buffer_range = 0;    // largest range one storage-buffer binding may cover
   std::uint64_t max_memory_allocation_size = 0;  // VkPhysicalDeviceMaintenance3Properties
   std::uint64_t min_storage_buffer_offset_alignment = 0;
+  // The memory heap device buffers come from (the largest device-local heap; on a CPU device its
+  // only heap): its index and size in bytes. A plan larger than this cannot be allocated.
+  std::uint32_t device_heap_index = 0;
+  std::uint64_t device_heap_bytes = 0;
   std::uint32_t max_push_constants_size = 0;
   std::uint32_t max_compute_shared_memory_size = 0;
   std::array<std::uint32_t, 3> max_compute_work_group_count{};

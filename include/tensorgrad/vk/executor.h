@@ -1,10 +1,9 @@
 #pragma once
 // tg::vk::Program: a graph compiled for one Vulkan device. Compiling plans every value's place in
-// one device buffer (dead values' memory reused), creates the pipelines and descriptor sets, and
-// records ONE command buffer: upload of the inputs from a host-visible staging buffer, every
-// dispatch in node order with barriers only where a dispatch touches what an earlier one wrote
-// (or overwrites what it read) since the last barrier, and readback of the outputs. run() replays
-// it: write staging, submit, wait, read.
+// a few device allocations (dead values' memory reused; docs/vulkan.md, "Memory"), creates the pipelines and descriptor
+// sets, and records ONE command buffer: upload of the inputs from a host-visible staging buffer, every dispatch in node
+// order with barriers only where a dispatch touches what an earlier one wrote (or overwrites what it read) since the
+// last barrier, and readback of the outputs. run() replays it: write staging, submit, wait, read.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -51,6 +50,11 @@ struct ProgramOptions {
   // sometimes (or never: a benchmark's chain), so a run moves no more data than it must. Each must
   // name a graph output that is not a writeback source (those stay on the device already).
   std::vector<std::string> device_outputs;
+  // The most bytes one device allocation ("block") of the plan may hold; values are placed first
+  // fit over the blocks, and a new block is made only when none has room. 0: 4 GiB. Always at
+  // least the largest value and at most the device's maxMemoryAllocationSize. Small caps make many
+  // blocks (tests use them to run multi-block plans on small graphs).
+  std::uint64_t max_block_bytes = 0;
 };
 
 // One dispatch's device time in the last run (ProgramOptions::timestamps).
@@ -61,19 +65,22 @@ struct DispatchTiming {
 };
 
 struct ProgramStats {
-  std::size_t dispatches = 0;           // recorded for every run
-  std::size_t barriers = 0;             // compute->compute barriers between dispatches
-  std::size_t constants = 0;            // nodes without inputs, computed once when the program was built
-  std::size_t aliases = 0;              // reshapes that share their input's memory (no dispatch)
-  std::size_t absorbed_transposes = 0;  // transposes read in place by matmuls (no dispatch)
-  std::uint64_t device_bytes = 0;       // the planned device buffer
-  std::uint64_t unshared_bytes = 0;     // what it would be without memory reuse
+  std::size_t dispatches = 0;              // recorded for every run
+  std::size_t barriers = 0;                // compute->compute barriers between dispatches
+  std::size_t constants = 0;               // nodes without inputs, computed once when the program was built
+  std::size_t aliases = 0;                 // reshapes that share their input's memory (no dispatch)
+  std::size_t absorbed_transposes = 0;     // transposes read in place by matmuls (no dispatch)
+  std::uint64_t device_bytes = 0;          // the plan's device memory: all blocks together
+  std::uint64_t unshared_bytes = 0;        // what one slot per value would have needed
+  std::vector<std::uint64_t> block_bytes;  // bytes of each device allocation, in plan order
 };
 
 class Program {
  public:
-  // Throws tg::Error naming the op when a node has no Vulkan kernel, and when the plan exceeds the
-  // device's buffer limits; DeviceError when a Vulkan call fails.
+  // Throws tg::Error naming the op when a node has no Vulkan kernel; naming the value when one
+  // value exceeds maxStorageBufferRange or maxMemoryAllocationSize; naming the graph, the bytes
+  // wanted and the heap when the plan exceeds the device's memory heap or an allocation runs out of
+  // device memory (before anything runs); DeviceError when a Vulkan call fails.
   Program(std::shared_ptr<Context> context, const Graph& graph, ProgramOptions options = {});
   Program(Program&&) noexcept;
   Program& operator=(Program&&) noexcept;
