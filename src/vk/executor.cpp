@@ -55,10 +55,13 @@ HostTensor read_words(const TensorType& type, const std::byte* src) {
 }
 
 // Throws tg::Error naming the first launch that binds more storage buffers than the device allows
-// per dispatch (maxPerStageDescriptorStorageBuffers), before any Vulkan object is created.
-void refuse_launches_above(std::uint32_t max_buffers, const std::vector<KernelLaunch>& launches, const Graph& graph) {
+// per dispatch (maxPerStageDescriptorStorageBuffers), or that may loop past the device's
+// per-invocation loop limit (lavapipe's, check_loop_limit), before any Vulkan object is created.
+void refuse_launches_above(const DeviceInfo& device, std::uint32_t max_buffers, const std::vector<KernelLaunch>& launches,
+                           const Graph& graph) {
   for (std::size_t n = 0; n < launches.size(); ++n) {
     if (launches[n].items == 0) continue;
+    check_loop_limit(launches[n], device, graph, graph.nodes()[n]);
     for (const KernelLaunch* step : launch_steps(launches[n])) {
       const std::size_t bindings = binding_count(*step);
       if (step->items == 0 || bindings <= max_buffers) continue;
@@ -112,7 +115,7 @@ struct Program::Impl {
     if (options.fuse_elementwise && max_buffers >= kFusedStorageBuffers) {
       launches = fuse_elementwise(graph, std::move(launches));
     }
-    refuse_launches_above(max_buffers, launches, graph);
+    refuse_launches_above(ctx->info(), max_buffers, launches, graph);
     // After fusion, which leaves matmul and layout launches alone; the rebound matmuls name the
     // values they now read in extra_reads (below), so the plan keeps those alive until them.
     std::vector<std::pair<ValueId, ValueId>> dropped_transposes;
@@ -288,7 +291,7 @@ struct Program::Impl {
       if (resident[i]) {
         write_input(in.name, it->second);
       } else {
-        write_words(it->second, recorded.staging_in.mapped() + recorded.in_offsets[i]);
+        write_words(it->second, recorded.staged(recorded.staging_in, recorded.in_staged[i]));
       }
     }
     submit_and_wait(ctx, recorded.commands[parity]->handle(), "running graph '" + graph.name() + "'");
@@ -305,7 +308,7 @@ struct Program::Impl {
     for (std::size_t i = 0; i < graph.outputs().size(); ++i) {
       const GraphOutput& o = graph.outputs()[i];
       if (unread_outputs.contains(o.value)) continue;
-      out[o.name] = read_words(graph.type(o.value), recorded.staging_out.mapped() + recorded.out_offsets[i]);
+      out[o.name] = read_words(graph.type(o.value), recorded.staged(recorded.staging_out, recorded.out_staged[i]));
     }
     return out;
   }
@@ -325,7 +328,7 @@ struct Program::Impl {
   void check_indices() const {
     for (const RecordedCheck& check : recorded.checks) {
       std::uint32_t first_bad;
-      std::memcpy(&first_bad, recorded.staging_out.mapped() + check.readback_offset, 4);
+      std::memcpy(&first_bad, recorded.staged(recorded.staging_out, check.readback), 4);
       if (first_bad == k_no_bad_element) continue;
       std::array<std::byte, 4> word{};
       const ValueSlot& input = slot(check.index.input);

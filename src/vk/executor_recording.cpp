@@ -157,10 +157,10 @@ std::unique_ptr<CommandBuffer> record_commands(RecordedProgram& r, const Recordi
   for (std::size_t i = 0; i < graph.inputs().size(); ++i) {
     const ValueSlot& s = slots[static_cast<std::size_t>(graph.inputs()[i].value)];
     if (!request.resident[i] && graph.type(graph.inputs()[i].value).size() > 0) {
-      copies.emplace_back(0, s.block, VkBufferCopy{r.in_offsets[i], s.offset, s.bytes});
+      copies.emplace_back(r.in_staged[i].buffer, s.block, VkBufferCopy{r.in_staged[i].offset, s.offset, s.bytes});
     }
   }
-  copy_regions(c, {&r.staging_in}, blocks, std::move(copies));
+  copy_regions(c, pointers(r.staging_in), blocks, std::move(copies));
   if (!r.checks.empty()) vkCmdFillBuffer(c, r.status.handle(), 0, VK_WHOLE_SIZE, k_no_bad_element);
   memory_barrier(c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
@@ -175,15 +175,15 @@ std::unique_ptr<CommandBuffer> record_commands(RecordedProgram& r, const Recordi
     const ValueId v = graph.outputs()[i].value;
     const ValueSlot& s = slots[static_cast<std::size_t>(v)];
     if (!request.unread_outputs.contains(v) && graph.type(v).size() > 0) {
-      copies.emplace_back(s.block, 0, VkBufferCopy{s.offset, r.out_offsets[i], s.bytes});
+      copies.emplace_back(s.block, r.out_staged[i].buffer, VkBufferCopy{s.offset, r.out_staged[i].offset, s.bytes});
     }
   }
-  copy_regions(c, blocks, {&r.staging_out}, std::move(copies));
+  copy_regions(c, blocks, pointers(r.staging_out), std::move(copies));
   copies.clear();
-  for (std::size_t k = 0; k < r.checks.size(); ++k) {
-    copies.emplace_back(0, 0, VkBufferCopy{r.checks[k].status_offset, r.checks[k].readback_offset, 4});
+  for (const RecordedCheck& check : r.checks) {
+    copies.emplace_back(0, check.readback.buffer, VkBufferCopy{check.status_offset, check.readback.offset, 4});
   }
-  copy_regions(c, {&r.status}, {&r.staging_out}, std::move(copies));
+  copy_regions(c, {&r.status}, pointers(r.staging_out), std::move(copies));
   memory_barrier(c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
                  VK_ACCESS_HOST_READ_BIT);
   commands->end();
@@ -215,14 +215,22 @@ RecordedProgram record_program(const std::shared_ptr<Context>& ctx, const Record
     }
   }
 
-  std::uint64_t in_bytes = 0, out_bytes = 0;
+  // Staging: inputs, then outputs and status words, packed in order into buffers of at most the
+  // plan's block cap each (at most one allocation, at least the largest value).
+  const auto pack = [&](std::vector<std::uint64_t>& sizes, std::uint64_t bytes) {
+    if (sizes.empty() || sizes.back() + bytes > plan.block_cap) sizes.push_back(0);
+    const Staged at{static_cast<std::uint32_t>(sizes.size() - 1), sizes.back()};
+    sizes.back() += bytes;
+    return at;
+  };
+  std::vector<std::uint64_t> in_sizes, out_sizes;
   for (std::size_t i = 0; i < graph.inputs().size(); ++i) {
-    r.in_offsets.push_back(in_bytes);
-    if (!request.resident[i]) in_bytes += plan.slots[static_cast<std::size_t>(graph.inputs()[i].value)].bytes;
+    const std::uint64_t bytes = plan.slots[static_cast<std::size_t>(graph.inputs()[i].value)].bytes;
+    r.in_staged.push_back(request.resident[i] ? Staged{} : pack(in_sizes, bytes));
   }
   for (const GraphOutput& out : graph.outputs()) {
-    r.out_offsets.push_back(out_bytes);
-    if (!request.unread_outputs.contains(out.value)) out_bytes += plan.slots[static_cast<std::size_t>(out.value)].bytes;
+    const std::uint64_t bytes = plan.slots[static_cast<std::size_t>(out.value)].bytes;
+    r.out_staged.push_back(request.unread_outputs.contains(out.value) ? Staged{} : pack(out_sizes, bytes));
   }
 
   // One status word per index check, each at a bindable offset; read back after the outputs.
@@ -233,12 +241,17 @@ RecordedProgram record_program(const std::shared_ptr<Context>& ctx, const Record
     const KernelLaunch& l = request.launches[n];
     if (l.items == 0 || !l.index_check) continue;
     status_offsets[n] = status_bytes;
-    r.checks.push_back({static_cast<NodeId>(n), *l.index_check, status_bytes, out_bytes + 4 * r.checks.size()});
+    r.checks.push_back({static_cast<NodeId>(n), *l.index_check, status_bytes, pack(out_sizes, 4)});
     status_bytes += status_stride;
   }
   if (status_bytes > 0) r.status = Buffer(ctx, status_bytes, MemoryUse::device);
-  r.staging_in = Buffer(ctx, std::max<std::uint64_t>(in_bytes, 4), MemoryUse::upload);
-  r.staging_out = Buffer(ctx, std::max<std::uint64_t>(out_bytes + 4 * r.checks.size(), 4), MemoryUse::readback);
+  if (in_sizes.empty()) in_sizes.push_back(4);
+  if (out_sizes.empty()) out_sizes.push_back(4);
+  for (std::uint64_t bytes : in_sizes)
+    r.staging_in.emplace_back(ctx, std::max<std::uint64_t>(bytes, 4), MemoryUse::upload);
+  for (std::uint64_t bytes : out_sizes)
+    r.staging_out.emplace_back(ctx, std::max<std::uint64_t>(bytes, 4), MemoryUse::readback);
+  stats.staging_buffers = r.staging_in.size() + r.staging_out.size();
 
   // Pipelines (one per shader and binding count) and one descriptor set per dispatch.
   std::uint32_t total_bindings = 0, sets = 0;

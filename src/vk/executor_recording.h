@@ -23,11 +23,19 @@ namespace tg::vk {
 // The status word of an index check before any invocation has reported a bad element.
 inline constexpr std::uint32_t k_no_bad_element = 0xFFFFFFFFu;
 
+// A range of the host-visible staging buffers: which buffer, and where in it. Staging is packed in
+// order into buffers of at most maxMemoryAllocationSize each, so inputs and outputs together may
+// exceed one allocation.
+struct Staged {
+  std::uint32_t buffer = 0;
+  std::uint64_t offset = 0;
+};
+
 struct RecordedCheck {
   NodeId node = kNoNode;
   IndexCheck index;
-  std::uint64_t status_offset = 0;    // of its status word in the status buffer
-  std::uint64_t readback_offset = 0;  // of its status word in staging_out
+  std::uint64_t status_offset = 0;  // of its status word in the status buffer
+  Staged readback;                  // of its status word in staging_out
 };
 
 // A query pool of timestamps; destroyed with the recording.
@@ -50,9 +58,12 @@ struct RecordedProgram {
   std::vector<Buffer> blocks;  // every value, in its plan block at its offset
   const Buffer& block(const ValueSlot& s) const { return blocks[s.block]; }
   Buffer status;  // one word per index check, at offsets aligned for binding
-  Buffer staging_in, staging_out;
-  std::vector<std::uint64_t> in_offsets;   // staging offset per graph input (unused when resident)
-  std::vector<std::uint64_t> out_offsets;  // readback offset per graph output
+  std::vector<Buffer> staging_in, staging_out;
+  std::vector<Staged> in_staged;   // per graph input (unused when resident)
+  std::vector<Staged> out_staged;  // per graph output (unused when not read back)
+  std::byte* staged(const std::vector<Buffer>& buffers, const Staged& at) const {
+    return buffers[at.buffer].mapped() + at.offset;
+  }
   std::vector<RecordedCheck> checks;
   std::vector<NodeId> dispatch_nodes;        // the node of each recorded dispatch, in order
   std::vector<std::string> dispatch_labels;  // each dispatch's KernelLaunch::label (empty: the op)

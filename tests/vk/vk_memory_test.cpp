@@ -46,7 +46,7 @@ TEST_F(VkTest, ManyBlocksGiveTheSameBitsAsOne) {
 }
 
 // Blocks of one 64-element value each (a cap below any value is raised to the largest, 256 bytes;
-// smaller values share): resident params written and read,
+// smaller values share), staging buffers under the same cap: resident params written and read,
 // writebacks swapping slots across blocks over several steps, a device output read on demand, and
 // an index check that reads the bad index back from its block.
 TEST_F(VkTest, OneBlockPerValueKeepsResidentParamsWritebacksAndChecks) {
@@ -68,6 +68,9 @@ TEST_F(VkTest, OneBlockPerValueKeepsResidentParamsWritebacksAndChecks) {
   // x, w, both slots of w.new and scaled live for the whole program: a block each at least.
   EXPECT_GE(program.stats().block_bytes.size(), 5u);
   for (std::uint64_t bytes : program.stats().block_bytes) EXPECT_LE(bytes, 256u);
+  // Staging under the same cap: x and ids in two upload buffers, loss, rows and the status word
+  // (index check) in readback buffers of at most 256 bytes.
+  EXPECT_GE(program.stats().staging_buffers, 3u);
   const HostTensor xs = testing::random_f32({64}, 1);
   std::vector<float> wv(64, 1.f);
   program.write_input("w", HostTensor::f32({64}, wv));

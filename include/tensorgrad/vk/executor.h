@@ -51,7 +51,8 @@ struct ProgramOptions {
   // name a graph output that is not a writeback source (those stay on the device already).
   std::vector<std::string> device_outputs;
   // The most bytes one device allocation ("block") of the plan may hold; values are placed first
-  // fit over the blocks, and a new block is made only when none has room. 0: 4 GiB. Always at
+  // fit over the blocks, and a new block is made only when none has room. The host-visible
+  // staging of inputs and outputs is packed into buffers under the same cap. 0: 4 GiB. Always at
   // least the largest value and at most the device's maxMemoryAllocationSize. Small caps make many
   // blocks (tests use them to run multi-block plans on small graphs).
   std::uint64_t max_block_bytes = 0;
@@ -73,6 +74,7 @@ struct ProgramStats {
   std::uint64_t device_bytes = 0;          // the plan's device memory: all blocks together
   std::uint64_t unshared_bytes = 0;        // what one slot per value would have needed
   std::vector<std::uint64_t> block_bytes;  // bytes of each device allocation, in plan order
+  std::size_t staging_buffers = 0;         // host-visible upload and readback buffers
 };
 
 class Program {
