@@ -5,9 +5,15 @@
 #   3. every op on Vulkan (timestamps) and compare.py's tables.
 #   4. (`train`) W1/W2 training steps on Vulkan and interp_f32 next to PyTorch CUDA eager and
 #      CUDA-graph replay.
-# Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir> [all|train]
+#   5. (`w6`) W6 (GPT-2-small size) on both sides: tg_train_bench's train/vulkan/W6 and PyTorch
+#      eager and graph at the same batch (TG_W6_BATCH, default 8), then the largest batch each side
+#      fits (tg_w6_capacity, pytorch_train.py --w6-capacity), compare.py's time table and
+#      w6_report.py's memory and capacity tables (w6.md). Bounded by TG_W6_SECONDS (default 470):
+#      each command gets a share of what is left, the capacity searches their budget.
+# Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir> [all|train|w6]
 # The build dir must hold tests/tg_vk_tests and bench/tg_vk_{workloads,ops}_bench (Release), and
-# bench/libbenchmark.so.1debian when the machine lacks Google Benchmark.
+# bench/libbenchmark.so.1debian when the machine lacks Google Benchmark; for `w6`,
+# bench/tg_train_bench and bench/tg_w6_capacity (and the libbenchmark copy).
 set -uo pipefail
 build=${1:?build dir}
 out=${2:?output dir}
@@ -35,6 +41,30 @@ if [ "$what" = train ]; then
   python3 bench/pytorch_train.py --device cuda --out "$out/torch_train_cuda.json"
   python3 bench/compare.py "$out/train.json" "$out/torch_train_cuda.json" --ours train/vulkan | tee "$out/train_vulkan.md"
   python3 bench/compare.py "$out/train.json" "$out/torch_train_cuda.json" --ours train/interp_f32 >"$out/train_interp.md"
+  exit 0
+fi
+
+if [ "$what" = w6 ]; then
+  export TG_W6_BATCH=${TG_W6_BATCH:-8}
+  deadline=$((SECONDS + ${TG_W6_SECONDS:-470}))
+  # left CAP [RESERVE]: seconds for the next command: at most CAP, leaving RESERVE for what follows.
+  left() { local l=$((deadline - SECONDS - ${2:-0})); ((l > $1)) && l=$1; ((l < 5)) && l=5; echo $l; }
+  echo "== W6 at batch $TG_W6_BATCH: Vulkan"
+  TG_BENCH_W6=1 timeout "$(left 150 300)" "$build/bench/tg_train_bench" '--benchmark_filter=^train/vulkan/W6/' \
+    --benchmark_out="$out/w6_vk.json" $J
+  echo "== W6 at batch $TG_W6_BATCH: PyTorch eager and graph"
+  timeout "$(left 120 240)" python3 bench/pytorch_train.py --device cuda --w6 --out "$out/w6_torch.json"
+  python3 bench/compare.py "$out/w6_vk.json" "$out/w6_torch.json" --ours train/vulkan | tee "$out/w6.md"
+  echo "== W6 capacity: Vulkan"
+  t=$(left 180 150)
+  timeout "$t" "$build/bench/tg_w6_capacity" --budget-s $((t - 45)) --out "$out/w6_capacity_vk.jsonl"
+  echo "== W6 capacity: PyTorch (graph, then eager)"
+  t=$(left 280 5)
+  timeout "$t" python3 bench/pytorch_train.py --device cuda --w6-capacity --capacity-budget-s $(((t - 40) / 2)) \
+    --out "$out/w6_capacity_torch.jsonl"
+  { echo; python3 bench/w6_report.py --vk "$out/w6_vk.json" --torch "$out/w6_torch.json" \
+      --vk-capacity "$out/w6_capacity_vk.jsonl" --torch-capacity "$out/w6_capacity_torch.jsonl"; } | tee -a "$out/w6.md"
+  echo "w6: $SECONDS s"
   exit 0
 fi
 

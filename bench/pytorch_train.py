@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The design.md training workloads W1 and W2 in PyTorch, for ratios against bench/train_bench.cpp.
+"""The design.md training workloads W1, W2 and W6 in PyTorch, for ratios against bench/train_bench.cpp.
 
 The models are tools/goldens_train.py's PyTorch mirror of examples/models.h (explicit params with
 tensorgrad's names and [in, out] layouts, F.layer_norm, tanh GELU, causal softmax, cross-entropy), the
@@ -8,6 +8,10 @@ one the parity goldens prove equal to tensorgrad's step, so both sides time the 
   W2        char transformer, vocab 65, B 32, T 128, d 128, 4 layers, 4 heads, AdamW lr 1e-3, wd 0.01
             with tensorgrad's decay groups; the loss is read at the end of each timed block of steps
   W2_small  the same at B 4, T 16, d 32, 2 layers (the parity golden's size)
+  W6        (only with --w6) the same model at GPT-2-small size: vocab 256, T 1024, d 768, 12 layers,
+            12 heads, B --w6-batch (default: TG_W6_BATCH, else 8), the same optimizer; the loss is read
+            every step (a step takes hundreds of milliseconds); --w6-tiny shrinks it (W6_tiny: T 32,
+            d 48, 2 layers, 12 heads) to check the script on the CPU
 One step = copy the batch into the step's input tensors (as Training::step uploads it), zero the
 gradients, forward, backward, optimizer step. Modes:
   eager  the step as Python runs it (--device cpu or cuda; optimizers with PyTorch's default
@@ -18,18 +22,38 @@ gradients, forward, backward, optimizer step. Modes:
          static inputs and replays)
 The report is in Google Benchmark's JSON format, names torch_<device>_<mode>/<workload>, real_time
 the median wall time of one step in microseconds (perf_counter; W2: the median over timed blocks of
---block steps, divided by the block), counters "steps/s" and "loss" (the last). fp32 throughout (TF32
+--block steps, divided by the block), counters "steps/s" and "loss" (the last), on CUDA also
+"peak_bytes" (torch.cuda.max_memory_allocated(), reset before each mode and workload, after the
+previous one's memory is freed) and "reserved_bytes" (max_memory_reserved). fp32 throughout (TF32
 off on CUDA). bench/compare.py pairs it with train_bench's report:
 
   /usr/bin/python3 bench/pytorch_train.py --device cpu --out torch_train_cpu.json
   /usr/bin/python3 bench/pytorch_train.py --device cuda --out torch_train_cuda.json   # eager and graph
   /usr/bin/python3 bench/compare.py train.json torch_train_cpu.json --ours train/interp_f32
+  python3 bench/pytorch_train.py --device cuda --w6 --out torch_w6.json              # W6 alone
+
+--w6-capacity finds the largest W6 batch each mode fits on the GPU instead: batches 1, 2, 4, ... until
+the first failure (torch.cuda.OutOfMemoryError, or any other error), then bisection between the
+largest that ran and the first that failed; a try is a model and optimizer built at that batch, one
+untimed step (graph: the warm-up and the capture) and --capacity-steps timed ones. Eager tries run
+in this process (the cache emptied between tries); graph tries each in a child process of this
+script (--w6-try), since an allocation failing inside a capture can leave the CUDA context
+unusable. It writes one JSON object per try and one summary per mode, a line each, to --out:
+  {"side": "torch_cuda_eager", "batch": 16, "ok": true, "peak_bytes": ..., "reserved_bytes": ...,
+   "median_step_ms": ..., "step_ms": [...], "loss": ...}
+  {"side": "torch_cuda_graph", "batch": 64, "ok": false, "error_type": "OutOfMemoryError", "error": ...}
+  {"side": "torch_cuda_eager", "summary": true, "largest_ok_batch": 40, "smallest_failed_batch": 41,
+   "stopped": "bisected"}
+--capacity-budget-s (per mode, default 90): no new try starts after it.
 """
 import argparse
+import gc
 import json
 import math
 import os
+import signal
 import statistics
+import subprocess
 import sys
 import time
 
@@ -42,6 +66,9 @@ import goldens_train as models  # noqa: E402  (the PyTorch mirror of examples/mo
 from pytorch_workloads import context, keep_fp32  # noqa: E402
 
 W2_FULL = {"vocab": 65, "context": 128, "width": 128, "layers": 4, "heads": 4, "batch": 32}
+# examples/models.h's kW6Config; the batch comes from --w6-batch. W6_TINY only checks the code path.
+W6_MODEL = {"vocab": 256, "context": 1024, "width": 768, "layers": 12, "heads": 12}
+W6_TINY = {"vocab": 256, "context": 32, "width": 48, "layers": 2, "heads": 12}
 WORKLOADS = {
     "W1": {"kind": "w1", "model": {"batch": 256}, "optimizer": models.ADAM, "lr": 5e-3, "read_every_step": True},
     "W2": {"kind": "w2", "model": W2_FULL, "optimizer": models.ADAMW, "lr": 1e-3, "read_every_step": False},
@@ -52,7 +79,20 @@ WORKLOADS = {
 # Timed calls per (device, workload): a W1 call is one step, a W2 call a block of --block steps.
 # About a second of steps each, except W2 on the CPU (seconds per step: 2 blocks).
 DEFAULT_REPEATS = {("cuda", "W1"): 500, ("cuda", "W2"): 40, ("cuda", "W2_small"): 100,
-                   ("cpu", "W1"): 200, ("cpu", "W2"): 2, ("cpu", "W2_small"): 40}
+                   ("cpu", "W1"): 200, ("cpu", "W2"): 2, ("cpu", "W2_small"): 40,
+                   ("cuda", "W6"): 10, ("cpu", "W6"): 2, ("cuda", "W6_tiny"): 10, ("cpu", "W6_tiny"): 5}
+
+
+def w6_spec(batch, tiny=False):
+    """W6 (or W6_tiny) at `batch`: the W2 model and optimizer at GPT-2-small size, the loss read every
+    step as Training::step does (at hundreds of milliseconds a step the read costs nothing)."""
+    model = dict(W6_TINY if tiny else W6_MODEL, batch=batch)
+    return {"kind": "w2", "model": model, "optimizer": models.ADAMW, "lr": 1e-3, "read_every_step": True}
+
+
+def default_w6_batch():
+    value = os.environ.get("TG_W6_BATCH", "")
+    return int(value) if value.isdigit() and int(value) > 0 else 8
 
 
 class TorchRng:
@@ -132,7 +172,17 @@ class Step:
         return self.static_loss
 
 
+def free_cuda_memory():
+    """Releases what earlier steps left (objects in reference cycles, the allocator's cached blocks)
+    and resets the peak statistics, so the next peak is the next workload's own."""
+    gc.collect()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+
+
 def time_workload(name, spec, device, mode, warmup, repeats, block, log):
+    if device == "cuda":
+        free_cuda_memory()
     step = Step(spec, device, mode)
     for _ in range(warmup):
         step()
@@ -159,9 +209,136 @@ def time_workload(name, spec, device, mode, warmup, repeats, block, log):
         "time_unit": "us", "min_us": min(times) * 1e6, "mean_us": statistics.fmean(times) * 1e6,
         "steps/s": 1.0 / median, "loss": loss,
     }
-    print(f"{full:<32} {median * 1e6:>12.1f} us/step {1.0 / median:>10.1f} steps/s  loss {loss:.4f}", file=log,
-          flush=True)
+    if spec["kind"] == "w2":
+        entry["batch"] = spec["model"]["batch"]
+    memory = ""
+    if device == "cuda":
+        entry["peak_bytes"] = torch.cuda.max_memory_allocated()
+        entry["reserved_bytes"] = torch.cuda.max_memory_reserved()
+        memory = f"  peak {entry['peak_bytes'] / 2**30:.2f} GiB"
+    print(f"{full:<32} {median * 1e6:>12.1f} us/step {1.0 / median:>10.1f} steps/s  loss {loss:.4f}{memory}",
+          file=log, flush=True)
     return entry
+
+
+# ---- --w6-capacity: the largest W6 batch each mode fits ----
+
+def capacity_try(mode, batch, steps, tiny, device="cuda"):
+    """One W6 try at `batch` in this process: a dict for the report (ok, or the error). The CPU
+    (eager) only checks the code path: nothing limits its memory but the machine's."""
+    out = {"side": f"torch_{device}_{mode}", "batch": batch}
+    cuda = device == "cuda"
+    if cuda:
+        free_cuda_memory()
+    try:
+        step = Step(w6_spec(batch, tiny), device, mode)  # graph: warms up and captures
+        step().item()  # the first step (eager: creates the optimizer state), untimed
+        times, loss = [], float("nan")
+        for _ in range(steps):
+            start = time.perf_counter()
+            loss = step().item()
+            times.append((time.perf_counter() - start) * 1e3)
+        out.update(ok=True, median_step_ms=statistics.median(times), step_ms=times, loss=loss)
+    except Exception as e:  # noqa: BLE001  (OutOfMemoryError expected; anything else is reported too)
+        message = " ".join(str(e).split())
+        out.update(ok=False, error_type=type(e).__name__, error=message[:600])
+    if cuda:
+        out.update(peak_bytes=torch.cuda.max_memory_allocated(), reserved_bytes=torch.cuda.max_memory_reserved())
+    step = None  # drop the model, optimizer and graph before the cache is emptied
+    if cuda:
+        free_cuda_memory()
+    return out
+
+
+def capacity_try_isolated(mode, batch, steps, tiny, timeout_s, device="cuda"):
+    """capacity_try in a child process of this script (a failed capture cannot touch the next try)."""
+    command = [sys.executable, os.path.abspath(__file__), "--w6-try", str(batch), "--modes", mode, "--device", device,
+               "--capacity-steps", str(steps)] + (["--w6-tiny"] if tiny else [])
+    out = {"side": f"torch_{device}_{mode}", "batch": batch}
+    try:
+        child = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        out.update(ok=False, error_type="timeout", error=f"the try took over {timeout_s} s")
+        return out
+    lines = [line for line in child.stdout.splitlines() if line.startswith("{")]
+    if child.returncode == 0 and lines:
+        return json.loads(lines[-1])
+    tail = " ".join(child.stderr.split())[-600:]
+    out.update(ok=False, error_type=f"exit status {child.returncode}", error=tail)
+    return out
+
+
+def find_capacity(mode, args, emit, log):
+    """Doubling from 1 until the first failure, then bisection; returns the summary."""
+    side = f"torch_{args.device}_{mode}"
+    began = time.perf_counter()
+    largest_ok, smallest_failed, stopped = 0, None, "max_batch"
+
+    def attempt(batch):
+        nonlocal largest_ok, smallest_failed, stopped
+        if time.perf_counter() - began > args.capacity_budget_s:
+            stopped = "budget"
+            return None
+        if mode == "graph":
+            result = capacity_try_isolated(mode, batch, args.capacity_steps, args.w6_tiny, args.capacity_try_timeout_s,
+                                           args.device)
+        else:
+            result = capacity_try(mode, batch, args.capacity_steps, args.w6_tiny, args.device)
+        emit(result)
+        peak = f", peak {result['peak_bytes'] / 2**30:.2f} GiB" if "peak_bytes" in result else ""
+        detail = (f"{result['median_step_ms']:.1f} ms/step{peak}" if result["ok"]
+                  else f"{result['error_type']}: {result['error'][:160]}")
+        print(f"{side} B {batch}: {'ok' if result['ok'] else 'failed'} ({detail})", file=log, flush=True)
+        if result["ok"]:
+            largest_ok = max(largest_ok, batch)
+        else:
+            smallest_failed = batch if smallest_failed is None else min(smallest_failed, batch)
+        return result["ok"]
+
+    batch, ok = 1, True
+    while batch <= args.max_batch:
+        ok = attempt(batch)
+        if not ok:
+            break
+        batch *= 2
+    if ok is not None and smallest_failed is not None:
+        stopped = "bisected"
+        lo, hi = largest_ok, smallest_failed
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            ok = attempt(mid)
+            if ok is None:
+                break
+            lo, hi = (mid, hi) if ok else (lo, mid)
+    summary = {"side": side, "summary": True, "largest_ok_batch": largest_ok,
+               "smallest_failed_batch": smallest_failed, "stopped": stopped,
+               "elapsed_s": time.perf_counter() - began}
+    emit(summary)
+    return summary
+
+
+def run_capacity(args, modes, precision, log):
+    # A SIGTERM (timeout(1)) becomes SystemExit, so subprocess.run kills a graph try's child too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    out = open(args.out, "w") if args.out else sys.stdout
+
+    def emit(entry):
+        out.write(json.dumps(entry) + "\n")
+        out.flush()
+
+    # Graph first: its tries run in child processes, before this process holds a CUDA context.
+    for mode in sorted(modes, key=lambda m: m != "graph"):
+        summary = find_capacity(mode, args, emit, log)
+        print(f"{summary['side']}: largest W6 batch that ran {summary['largest_ok_batch']} "
+              f"(smallest failed {summary['smallest_failed_batch']}, stopped: {summary['stopped']})", file=log,
+              flush=True)
+    ctx = context(args.device, args.threads, precision)
+    ctx["executable"] = os.path.abspath(__file__)
+    if args.device == "cuda":
+        ctx["total_bytes"] = torch.cuda.mem_get_info()[1]
+    emit({"context": ctx})
+    if args.out:
+        out.close()
 
 
 def main():
@@ -169,7 +346,8 @@ def main():
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--modes", default=None, help="eager,graph (default: both on cuda, eager on cpu)")
     parser.add_argument("--workloads", default=None,
-                        help="comma separated, of W1,W2,W2_small (default: all three on cuda; W1,W2_small on cpu)")
+                        help="comma separated, of W1,W2,W2_small,W6 (default: the first three on cuda; W1,W2_small "
+                             "on cpu; with --w6 only W6)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps first")
     parser.add_argument("--repeats", type=int, default=None,
                         help="timed calls, a step (W1) or a block of steps (W2) each (default: per device and "
@@ -178,15 +356,44 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count(),
                         help="CPU threads for PyTorch (default: every core, as TBB uses)")
     parser.add_argument("--out", default=None, help="write the JSON report here (default: stdout)")
+    parser.add_argument("--w6", action="store_true",
+                        help="time W6 (alone, or after the --workloads given)")
+    parser.add_argument("--w6-batch", type=int, default=default_w6_batch(),
+                        help="W6's batch (default: TG_W6_BATCH, else 8)")
+    parser.add_argument("--w6-tiny", action="store_true", help="W6 shrunk (named W6_tiny), to check the script")
+    parser.add_argument("--w6-capacity", action="store_true",
+                        help="find the largest W6 batch each mode (--modes) fits on the GPU; JSON lines to --out")
+    parser.add_argument("--capacity-steps", type=int, default=3, help="timed steps per capacity try")
+    parser.add_argument("--capacity-budget-s", type=float, default=90.0,
+                        help="per mode: no capacity try starts after this many seconds")
+    parser.add_argument("--capacity-try-timeout-s", type=float, default=120.0, help="a graph-mode try's time limit")
+    parser.add_argument("--max-batch", type=int, default=1024, help="the capacity search's largest batch")
+    parser.add_argument("--w6-try", type=int, default=None, help=argparse.SUPPRESS)  # one capacity try (a child)
     args = parser.parse_args()
+
+    if args.w6_try is not None:  # a child of --w6-capacity: one try, one JSON line
+        keep_fp32()
+        print(json.dumps(capacity_try(args.modes or "eager", args.w6_try, args.capacity_steps, args.w6_tiny,
+                                      args.device)))
+        return
 
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("pytorch_train.py: CUDA is not available to this PyTorch")
     modes = args.modes.split(",") if args.modes else (["eager", "graph"] if args.device == "cuda" else ["eager"])
     if "graph" in modes and args.device != "cuda":
         raise SystemExit("pytorch_train.py: graph mode needs --device cuda")
-    names = args.workloads.split(",") if args.workloads else (
-        list(WORKLOADS) if args.device == "cuda" else ["W1", "W2_small"])
+    if args.w6_capacity:  # on the CPU (eager) only to check the script: nothing bounds its memory
+        torch.set_num_threads(args.threads)
+        run_capacity(args, modes, keep_fp32(), sys.stdout if args.out else sys.stderr)
+        return
+    w6_name = "W6_tiny" if args.w6_tiny else "W6"
+    WORKLOADS[w6_name] = w6_spec(args.w6_batch, args.w6_tiny)
+    if args.workloads:
+        names = args.workloads.split(",")
+    else:
+        names = [] if args.w6 else (["W1", "W2", "W2_small"] if args.device == "cuda" else ["W1", "W2_small"])
+    if args.w6 and w6_name not in names:
+        names.append(w6_name)
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
         raise SystemExit(f"pytorch_train.py: unknown workload {unknown[0]} (known: {', '.join(WORKLOADS)})")

@@ -6,19 +6,26 @@
 //   train/<backend>/W2_small  the same at vocab 65, B 4, T 16, d 32, 2 layers, 4 heads (the size of
 //                             the parity golden; W2 takes seconds per step on a small CPU)
 // for the backends interp_f32 and vulkan (each vulkan benchmark reports "no Vulkan device: ..." as
-// its error when there is none). bench/pytorch_train.py times the same steps in PyTorch
-// (torch_<device>_<eager|graph>/W1, ...); bench/compare.py pairs the reports.
+// its error when there is none), and, only when asked (TG_BENCH_W6=1 or --tg_w6), on Vulkan only:
+//   train/vulkan/W6           the same model at GPT-2-small size (examples::kW6Config: vocab 256,
+//                             T 1024, d 768, 12 layers, 12 heads), B = TG_W6_BATCH (default 8),
+//                             the same optimizer; TG_W6_STEPS (default 10) timed steps.
+// bench/pytorch_train.py times the same steps in PyTorch (torch_<device>_<eager|graph>/W1, ...);
+// bench/compare.py pairs the reports.
 //
 // The time is wall clock (UseRealTime): a step is synchronous on every backend (on Vulkan one
-// submission, waited for, then the loss and the gradients read back), so the wall time is what a
-// training loop sees. Each benchmark compiles its training once (kept across Google Benchmark's
-// repeated calls) and runs two untimed steps first (pipelines, allocations); every step's result
-// is checked, and a failed or non-finite step ends the benchmark with an error. Counters:
+// submission, waited for, then the loss read back), so the wall time is what a training loop sees.
+// Each benchmark compiles its training once (kept across Google Benchmark's repeated calls) and
+// runs two untimed steps first (pipelines, allocations); every step's result is checked, and a
+// failed or non-finite step ends the benchmark with an error. Counters:
 // "steps/s", "loss" (the last step's, a sanity check) and "nodes" (of the step graph: one kernel
-// call each on the interpreter, one dispatch each on Vulkan).
+// call each on the interpreter, one dispatch each on Vulkan); on Vulkan also "plan_bytes" and
+// "unshared_bytes" (Training::memory_plan(): all device allocations of the step's buffer plan, and
+// what one slot per value would need); W6 adds "batch".
 // The batch is the same every step, made once from a fixed seed.
 //
-// TG_BENCH_SMALL=1 (or --tg_small): W1 and W2_small only, 3 steps each (the bench-smoke CTest).
+// TG_BENCH_SMALL=1 (or --tg_small): W1 and W2_small only, 3 steps each (the bench-smoke CTest);
+// with TG_BENCH_W6=1 as well, W6 still runs at full size.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -38,6 +45,7 @@
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/train/training.h"
 #include "tensorgrad/vk/context.h"
+#include "transformer_setup.h"
 
 namespace {
 
@@ -84,46 +92,29 @@ std::unique_ptr<Setup> make_w1(Backend backend, std::shared_ptr<vk::Context> ctx
   return s;
 }
 
-std::unique_ptr<Setup> make_w2(const TransformerSize& size, Backend backend, std::shared_ptr<vk::Context> ctx) {
-  const std::int64_t B = size.batch, T = size.config.context;
+// W2, W2_small and W6: the char transformer (AdamW lr 1e-3, weight decay 0.01) at `size`.
+std::unique_ptr<Setup> make_transformer(const TransformerSize& size, Backend backend,
+                                        std::shared_ptr<vk::Context> ctx) {
   auto s = std::make_unique<Setup>();
   auto model = std::make_unique<examples::CharTransformer>(size.config);
-  s->training.emplace(compile(TrainingSpec<examples::CharTransformer>{
-      .model = *model,
-      .loss = examples::transformer_loss,
-      .inputs = {{"tokens", {{B, T}, DType::i32}}, {"targets", {{B, T}, DType::i32}}},
-      .optimizer = {.kind = AdamWConfig{.weight_decay = 0.01}},
-      .lr = 1e-3,
-      .backend = backend,
-      .seed = 2,
-      .vk_context = std::move(ctx)}));
+  s->training.emplace(bench::compile_transformer(*model, size.batch, backend, std::move(ctx)));
   s->model = std::move(model);
-  // Random characters; each row's targets are its tokens shifted by one, as in a text batch.
-  std::mt19937 rng(2);
-  std::uniform_int_distribution<std::int32_t> pick(0, static_cast<std::int32_t>(size.config.vocab) - 1);
-  std::vector<std::int32_t> tokens(B * T), targets(B * T);
-  for (std::int64_t b = 0; b < B; ++b) {
-    std::int32_t next = pick(rng);
-    for (std::int64_t t = 0; t < T; ++t) {
-      tokens[b * T + t] = next;
-      next = pick(rng);
-      targets[b * T + t] = next;
-    }
-  }
-  s->batch = {{"tokens", HostTensor::i32({B, T}, tokens)}, {"targets", HostTensor::i32({B, T}, targets)}};
+  s->batch = bench::transformer_batch(size.config, size.batch);
   return s;
 }
 
-enum class Workload { w1, w2, w2_small };
+enum class Workload { w1, w2, w2_small, w6 };
 
 std::unique_ptr<Setup> make_setup(Workload w, Backend backend, std::shared_ptr<vk::Context> ctx) {
   switch (w) {
     case Workload::w1:
       return make_w1(backend, std::move(ctx));
     case Workload::w2:
-      return make_w2(kW2, backend, std::move(ctx));
+      return make_transformer(kW2, backend, std::move(ctx));
     case Workload::w2_small:
-      return make_w2(kW2Small, backend, std::move(ctx));
+      return make_transformer(kW2Small, backend, std::move(ctx));
+    case Workload::w6:
+      return make_transformer({examples::kW6Config, bench::w6_batch()}, backend, std::move(ctx));
   }
   return nullptr;
 }
@@ -202,18 +193,25 @@ void run_training(benchmark::State& state, const std::string& key, Workload w, B
   state.counters["steps/s"] = seconds > 0 ? static_cast<double>(state.iterations()) / seconds : 0.0;
   state.counters["loss"] = loss;
   state.counters["nodes"] = static_cast<double>(s->training->kernels().size());  // dispatches per step on Vulkan
-  if (backend == Backend::vulkan) state.SetLabel(vk_device().ctx->info().name);
+  if (w == Workload::w6) state.counters["batch"] = static_cast<double>(bench::w6_batch());
+  if (backend == Backend::vulkan) {
+    state.SetLabel(vk_device().ctx->info().name);
+    const MemoryPlan plan = s->training->memory_plan();
+    state.counters["plan_bytes"] = static_cast<double>(plan.total_bytes);
+    state.counters["unshared_bytes"] = static_cast<double>(plan.unshared_bytes);
+  }
 }
 
-bool small_mode(int argc, char** argv) {
+// --<flag> on the command line or <env>=1.
+bool flag_or_env(int argc, char** argv, const char* flag, const char* env_name) {
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--tg_small") == 0) return true;
+    if (std::strcmp(argv[i], flag) == 0) return true;
   }
-  const char* env = std::getenv("TG_BENCH_SMALL");
+  const char* env = std::getenv(env_name);
   return env && std::string(env) == "1";
 }
 
-void register_all(bool small) {
+void register_all(bool small, bool w6) {
   struct Named {
     const char* name;
     Workload workload;
@@ -231,21 +229,30 @@ void register_all(bool small) {
       if (small) b->Iterations(kSmallSteps);
     }
   }
+  if (w6) {
+    // Vulkan only (the interpreter takes minutes per step); a fixed step count: a W6 step takes
+    // hundreds of milliseconds, so Google Benchmark's sizing runs would cost several seconds.
+    const std::string key = "train/vulkan/W6";
+    benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(
+        key.c_str(), [key](benchmark::State& state) { run_training(state, key, Workload::w6, Backend::vulkan); });
+    b->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(bench::env_count("TG_W6_STEPS", 10));
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool small = small_mode(argc, argv);
-  // Drop our own flag before Google Benchmark sees it (it refuses unknown flags).
+  const bool small = flag_or_env(argc, argv, "--tg_small", "TG_BENCH_SMALL");
+  const bool w6 = flag_or_env(argc, argv, "--tg_w6", "TG_BENCH_W6");
+  // Drop our own flags before Google Benchmark sees them (it refuses unknown flags).
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--tg_small") != 0) argv[kept++] = argv[i];
+    if (std::strcmp(argv[i], "--tg_small") != 0 && std::strcmp(argv[i], "--tg_w6") != 0) argv[kept++] = argv[i];
   }
   argc = kept;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  register_all(small);
+  register_all(small, w6);
   benchmark::RunSpecifiedBenchmarks();
   setups().clear();
   benchmark::Shutdown();

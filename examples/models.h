@@ -1,10 +1,14 @@
 #pragma once
-// The two training workloads of design.md as tensorgrad models, shared by the examples, the parity
+// The training workloads of design.md as tensorgrad models, shared by the examples, the parity
 // goldens (tests/golden/train) and the benchmarks (bench/), so all three train the same thing.
 //   W1: MLP fitting y = sin(x): Linear(1,64)-relu-Linear(64,64)-relu-Linear(64,1), MSE.
 //   W2: char transformer: token embedding + learned positions, pre-LayerNorm blocks (causal
 //       multi-head attention, GELU (tanh) MLP of 4x width), final LayerNorm, linear head,
 //       cross-entropy. design.md's size: vocab 65, T 128, d 128, 4 layers, 4 heads.
+//   W6: the same model at GPT-2-small size (kW6Config): byte-level vocab 256, T 1024, d 768,
+//       12 layers, 12 heads (head width 64), MLP 4x: ~86M params (GPT-2 small's 124M less its
+//       50257-token embedding; the head is not tied to the embedding). Benchmarks only
+//       (bench/train_bench.cpp, bench/w6_capacity.cpp); the batch is theirs to choose.
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -38,6 +42,9 @@ struct TransformerConfig {
   std::int64_t layers = 4;
   std::int64_t heads = 4;
 };
+
+// W6 (see the top of this file): CharTransformer(kW6Config).
+inline constexpr TransformerConfig kW6Config{.vocab = 256, .context = 1024, .width = 768, .layers = 12, .heads = 12};
 
 struct Attention : Module {
   Attention(Module& parent, std::string name, std::int64_t width)
