@@ -7,12 +7,18 @@
 // writes them, against two timestamps around the whole chain). vkCmdCopyBuffer and vkCmdFillBuffer
 // give the device's own streaming rate as a reference. The last variants add, one at a time, what
 // a Program's run puts around its dispatches (input upload, output readback, host idle time).
+// The bda_* variants come in pairs on one block (a, b, c at 0, s, 2s as 1buf): bda_desc_<shape>
+// binds the operands through descriptors, bda_addr_<shape> passes their buffer device addresses in
+// push constants (probe_shaders/probe_addr.comp), for the scalar and vec4 launch shapes above:
+// what addressing values by device address (no maxStorageBufferRange per value) would cost. At an
+// n past maxStorageBufferRange only the bda_addr_* variants run.
 // --mode submit (or both, the default) also times the phases of a tiny submission
 // (bench/vk_submit_probe.cpp): where the ~0.55 ms floor of one Program::run goes.
 //
 //   tg_vk_stream_probe [--n ELEMENTS] [--dispatches 20] [--repeats 5] [--sms 132] [--out PATH]
 //                      [--mode stream|submit|both] [--submits 300] [--submit-out PATH]
 //                      [--only NAME,NAME...]   (variants whose names contain one of these)
+//                      [--bda on|off]   (off: the context without device addresses, a control)
 //
 // Per variant: one submission checks the result (outputs poisoned with NaN first, a guard after
 // each output), then `repeats` submissions of the chain with per-dispatch timestamps and `repeats`
@@ -36,6 +42,8 @@
 #include "tensorgrad/vk/context.h"
 
 // Generated at build time by glslangValidator --vn (bench/CMakeLists.txt).
+#include "probe_spv/probe_addr_scalar.h"
+#include "probe_spv/probe_addr_vec4.h"
 #include "probe_spv/probe_repo_binary.h"
 #include "probe_spv/probe_scalar.h"
 #include "probe_spv/probe_vec4.h"
@@ -70,9 +78,12 @@ Options parse(int argc, char** argv) {
       o.submits = std::stoi(value);
     else if (arg == "--submit-out")
       o.submit_out = value;
+    else if (arg == "--bda" && (value == "on" || value == "off"))
+      o.bda = value == "on";
     else
       throw tg::Error("unknown option " + arg);
   }
+  // n travels as a 32-bit push constant; the bda_addr_* variants address past 4 GiB in 64 bits.
   if (o.n == 0 || o.n % 4 != 0 || o.n > 0xFFFFFFFFull)
     throw tg::Error("--n must be a positive multiple of 4 below 2^32");
   if (o.dispatches < 1 || o.repeats < 1 || o.sms < 1 || o.submits < 1)
@@ -109,126 +120,197 @@ std::vector<float> inputs(std::uint64_t n, std::uint64_t seed) {
   return v;
 }
 
+// Where each variant's operands live. Those of the variants before bda_* (allocate_bound) exist only
+// at an n whose tensors fit one binding; bda_* ones (allocate_addressed) only with device addresses.
+struct Layouts {
+  // The executor's layout: one allocation, values packed back to back (a, b, c at 0, 256, 512 MiB
+  // for 2^26 floats: power-of-two apart). Then the same with odd padding, and one allocation each.
+  Layout one{"1buf"}, pad{"1buf_pad"}, sep{"3alloc"}, ded{"3alloc_dedicated"}, distinct{"distinct_out"};
+  Layout blk{"bda_block"};  // the bda_* variants' operands, in memory with device addresses
+};
+
+void allocate_bound(Probe& p, Layouts& l, int dispatches) {
+  const VkDeviceSize s = p.slot();
+  const VkBuffer big = p.buffer(3 * s + k_guard);
+  l.one.a = {big, 0};
+  l.one.b = {big, s};
+  l.one.outs = {{big, 2 * s}};
+  const VkDeviceSize pad_b = 68 * 1024, pad_c = 204 * 1024;
+  const VkBuffer padded = p.buffer(3 * s + pad_c + k_guard);
+  l.pad.a = {padded, 0};
+  l.pad.b = {padded, s + pad_b};
+  l.pad.outs = {{padded, 2 * s + pad_c}};
+  for (Layout* x : {&l.sep, &l.ded}) {
+    x->a = {p.buffer(s + k_guard, x == &l.ded), 0};
+    x->b = {p.buffer(s + k_guard, x == &l.ded), 0};
+    x->outs = {{p.buffer(s + k_guard, x == &l.ded), 0}};
+  }
+  // One output per dispatch, so the chain needs no barriers (no hazards): what barriers cost.
+  l.distinct.a = l.one.a;
+  l.distinct.b = l.one.b;
+  for (int i = 0; i < dispatches; ++i) l.distinct.outs.push_back({p.buffer(s + k_guard), 0});
+  for (Layout* x : {&l.one, &l.pad, &l.sep, &l.ded, &l.distinct}) p.add_sets(*x);
+}
+
+// The bda_* variants' block: a, b, c at 0, s, 2s in one addressable allocation, as 1buf (three when
+// one would exceed maxMemoryAllocationSize). Returns why the bda_* variants cannot run, or "".
+std::string allocate_addressed(Probe& p, const tg::vk::Context& ctx, Layout& blk) {
+  const tg::vk::DeviceInfo& info = ctx.info();
+  if (!ctx.has_buffer_device_address()) {
+    return info.api_version < VK_API_VERSION_1_2
+               ? info.name + " is a Vulkan 1.1 device (device addresses are a Vulkan 1.2 feature)"
+               : info.name + " lacks the Vulkan 1.2 feature bufferDeviceAddress";
+  }
+  if (!ctx.has_shader_int64()) return "no shaderInt64 on " + info.name + " (probe_addr.comp adds 64-bit addresses)";
+  const VkDeviceSize s = p.slot();
+  if (3 * s + k_guard <= info.max_memory_allocation_size) {
+    const Region r = p.addressable(3 * s + k_guard);
+    blk.a = r;
+    blk.b = {r.buffer, s, r.address + s};
+    blk.outs = {{r.buffer, 2 * s, r.address + 2 * s}};
+  } else if (s + k_guard <= info.max_memory_allocation_size) {
+    blk.name = "bda_3alloc";
+    blk.a = p.addressable(s + k_guard);
+    blk.b = p.addressable(s + k_guard);
+    blk.outs = {p.addressable(s + k_guard)};
+  } else {
+    return "a tensor exceeds maxMemoryAllocationSize (" + std::to_string(info.max_memory_allocation_size) + " bytes)";
+  }
+  return "";
+}
+
 int probe(const Options& opt) {
   tg::vk::ContextOptions options;
   options.pipeline_cache_dir = "";  // the probe's pipelines are no business of the user's cache
   // Printed as they arrive, so messages from the teardown (leaks) show too.
   options.on_validation_message = [](const std::string& m) { std::fprintf(stderr, "validation: %s\n", m.c_str()); };
+  options.buffer_device_address = opt.bda;
   const Ctx ctx = tg::vk::Context::create(options);
   const tg::vk::DeviceInfo& info = ctx->info();
   if (!info.timestamps_supported) throw tg::Error(info.name + " has no timestamps on its compute queue");
-  if (opt.n * 4 > info.max_storage_buffer_range) throw tg::Error("--n exceeds maxStorageBufferRange per binding");
   if (opt.mode != "stream") {
     std::printf("device: %s\n", info.summary().c_str());
     submit_probe(ctx, opt.submits, opt.submit_out);
     if (opt.mode == "submit") return 0;
   }
   Probe p(ctx, opt);
-  const VkDeviceSize s = p.slot();
-
-  // The executor's layout: one allocation, values packed back to back (a, b, c at 0, 256, 512 MiB
-  // for 2^26 floats: power-of-two apart). Then the same with odd padding, and one allocation each.
-  Layout one{"1buf"}, pad{"1buf_pad"}, sep{"3alloc"}, ded{"3alloc_dedicated"}, distinct{"distinct_out"};
-  const VkBuffer big = p.buffer(3 * s + k_guard);
-  one.a = {big, 0};
-  one.b = {big, s};
-  one.outs = {{big, 2 * s}};
-  const VkDeviceSize pad_b = 68 * 1024, pad_c = 204 * 1024;
-  const VkBuffer padded = p.buffer(3 * s + pad_c + k_guard);
-  pad.a = {padded, 0};
-  pad.b = {padded, s + pad_b};
-  pad.outs = {{padded, 2 * s + pad_c}};
-  for (Layout* l : {&sep, &ded}) {
-    l->a = {p.buffer(s + k_guard, l == &ded), 0};
-    l->b = {p.buffer(s + k_guard, l == &ded), 0};
-    l->outs = {{p.buffer(s + k_guard, l == &ded), 0}};
-  }
-  // One output per dispatch, so the chain needs no barriers (no hazards): what barriers cost.
-  distinct.a = one.a;
-  distinct.b = one.b;
-  for (int i = 0; i < opt.dispatches; ++i) distinct.outs.push_back({p.buffer(s + k_guard), 0});
-  for (Layout* l : {&one, &pad, &sep, &ded, &distinct}) p.add_sets(*l);
+  // Past one binding's range only the device-address variants can run: nothing else is allocated.
+  const std::string unbound = opt.n * 4 <= info.max_storage_buffer_range
+                                  ? ""
+                                  : "a tensor of " + std::to_string(opt.n * 4) + " bytes exceeds maxStorageBufferRange";
+  Layouts l;
+  if (unbound.empty()) allocate_bound(p, l, opt.dispatches);
+  const std::string no_address = opt.bda ? allocate_addressed(p, *ctx, l.blk) : "--bda off";
+  if (unbound.empty() && no_address.empty()) p.add_sets(l.blk);
 
   const VkMemoryType type = ctx->memory_properties().memoryTypes[p.memory_type()];
   std::printf("device: %s\n", info.summary().c_str());
   std::printf(
       "timestamp period %.3f ns, subgroup %u, maxStorageBufferRange %llu, minStorageBufferOffsetAlignment "
-      "%llu\nmemory type %u: %s(heap %u, %llu MiB)\n",
+      "%llu, maxMemoryAllocationSize %llu\nmemory type %u: %s(heap %u, %llu MiB)\n",
       info.timestamp_period, info.subgroup_size, (unsigned long long)info.max_storage_buffer_range,
-      (unsigned long long)info.min_storage_buffer_offset_alignment, p.memory_type(),
-      memory_flags(type.propertyFlags).c_str(), type.heapIndex,
+      (unsigned long long)info.min_storage_buffer_offset_alignment, (unsigned long long)info.max_memory_allocation_size,
+      p.memory_type(), memory_flags(type.propertyFlags).c_str(), type.heapIndex,
       (unsigned long long)(ctx->memory_properties().memoryHeaps[type.heapIndex].size >> 20));
+  std::printf("buffer device addresses: %s\n",
+              (no_address.empty() ? "on, bda_* operands in " + l.blk.name : "none: " + no_address).c_str());
   std::printf("n = %llu floats (%.1f MiB per tensor), %d dispatches per chain, %d repeats\n", (unsigned long long)opt.n,
               double(opt.n) * 4 / 1048576, opt.dispatches, opt.repeats);
   std::fflush(stdout);
 
   const std::vector<float> a = inputs(opt.n, 1), b = inputs(opt.n, 2);
-  p.upload(a, {one.a, pad.a, sep.a, ded.a});
-  p.upload(b, {one.b, pad.b, sep.b, ded.b});
+  std::vector<Region> to_a, to_b;
+  for (const Layout* x : {&l.one, &l.pad, &l.sep, &l.ded, &l.blk}) {
+    if (x->a.buffer != VK_NULL_HANDLE) to_a.push_back(x->a), to_b.push_back(x->b);
+  }
+  p.upload(a, to_a);
+  p.upload(b, to_b);
 
   const std::uint64_t n4 = opt.n / 4;
   const std::span<const std::uint32_t> repo(k_probe_repo_binary), vec4(k_probe_vec4), scalar(k_probe_scalar),
-      restrict_vec4(k_probe_vec4_restrict), copy_vec4(k_probe_vec4_copy);
+      restrict_vec4(k_probe_vec4_restrict), copy_vec4(k_probe_vec4_copy), addr_vec4(k_probe_addr_vec4),
+      addr_scalar(k_probe_addr_scalar);
   std::vector<Variant> variants;
-  auto add = [&](std::string name, Layout& l, std::span<const std::uint32_t> spirv, std::uint32_t wg, std::uint32_t vpi,
+  auto add = [&](std::string name, Layout& x, std::span<const std::uint32_t> spirv, std::uint32_t wg, std::uint32_t vpi,
                  std::uint64_t cap) {
     Variant v{std::move(name)};
-    v.layout = &l;
-    const std::uint64_t items = spirv.data() == scalar.data() ? opt.n : n4;
+    v.layout = &x;
+    v.addressed = spirv.data() == addr_vec4.data() || spirv.data() == addr_scalar.data();
+    const bool per_float = spirv.data() == scalar.data() || spirv.data() == addr_scalar.data();
+    const std::uint64_t items = per_float ? opt.n : n4;
     const std::uint64_t groups = (items + std::uint64_t{wg} * vpi - 1) / (std::uint64_t{wg} * vpi);
     // cap > 0: a 1-D grid-stride grid of at most `cap` groups, as the executor launches the repo kernel.
     v.groups =
         cap ? std::array<std::uint32_t, 3>{static_cast<std::uint32_t>(std::min(groups, cap)), 1, 1} : grid_2d(groups);
     if (wg > info.max_compute_work_group_invocations || wg > info.max_compute_work_group_size[0])
       v.skip = "workgroup " + std::to_string(wg) + " above the device limit";
-    else
-      v.pipeline = p.pipeline(spirv, wg, vpi, cap > 0 && spirv.data() != repo.data());
+    else if (&x == &l.blk && !no_address.empty())
+      v.skip = no_address;
+    else if (!v.addressed)
+      v.skip = unbound;
+    if (v.skip.empty()) v.pipeline = p.pipeline(spirv, wg, vpi, cap > 0 && spirv.data() != repo.data());
     variants.push_back(v);
   };
   const std::uint64_t persist_small = 8ull * opt.sms, persist_large = 16ull * opt.sms;
-  add("repo_1buf (baseline)", one, repo, 256, 1, 65535);
-  add("repo_1buf_pad", pad, repo, 256, 1, 65535);
-  add("repo_3alloc", sep, repo, 256, 1, 65535);
-  add("repo_3alloc_dedicated", ded, repo, 256, 1, 65535);
-  add("scalar_wg256_2d", one, scalar, 256, 1, 0);
-  for (std::uint32_t wg : {128u, 256u, 512u, 1024u}) add("vec4_wg" + std::to_string(wg) + "_2d", one, vec4, wg, 1, 0);
-  add("vec4x2_wg256_2d", one, vec4, 256, 2, 0);
-  add("vec4x4_wg256_2d", one, vec4, 256, 4, 0);
-  add("vec4_restrict_wg256_2d", one, restrict_vec4, 256, 1, 0);
-  add("vec4x4_restrict_wg256_2d", one, restrict_vec4, 256, 4, 0);
-  add("vec4_gridstride_65535", one, vec4, 256, 1, 65535);
-  add("repo_persist_" + std::to_string(persist_small), one, repo, 256, 1, persist_small);
-  add("repo_persist_" + std::to_string(persist_large), one, repo, 256, 1, persist_large);
-  add("vec4_persist_" + std::to_string(persist_small), one, vec4, 256, 1, persist_small);
-  add("vec4_persist_" + std::to_string(persist_large), one, vec4, 256, 1, persist_large);
-  add("vec4_wg256_2d_1buf_pad", pad, vec4, 256, 1, 0);
-  add("vec4_wg256_2d_3alloc", sep, vec4, 256, 1, 0);
-  add("repo_nobarrier_distinct_out", distinct, repo, 256, 1, 65535);
+  add("repo_1buf (baseline)", l.one, repo, 256, 1, 65535);
+  add("repo_1buf_pad", l.pad, repo, 256, 1, 65535);
+  add("repo_3alloc", l.sep, repo, 256, 1, 65535);
+  add("repo_3alloc_dedicated", l.ded, repo, 256, 1, 65535);
+  add("scalar_wg256_2d", l.one, scalar, 256, 1, 0);
+  for (std::uint32_t wg : {128u, 256u, 512u, 1024u}) add("vec4_wg" + std::to_string(wg) + "_2d", l.one, vec4, wg, 1, 0);
+  add("vec4x2_wg256_2d", l.one, vec4, 256, 2, 0);
+  add("vec4x4_wg256_2d", l.one, vec4, 256, 4, 0);
+  add("vec4_restrict_wg256_2d", l.one, restrict_vec4, 256, 1, 0);
+  add("vec4x4_restrict_wg256_2d", l.one, restrict_vec4, 256, 4, 0);
+  add("vec4_gridstride_65535", l.one, vec4, 256, 1, 65535);
+  add("repo_persist_" + std::to_string(persist_small), l.one, repo, 256, 1, persist_small);
+  add("repo_persist_" + std::to_string(persist_large), l.one, repo, 256, 1, persist_large);
+  add("vec4_persist_" + std::to_string(persist_small), l.one, vec4, 256, 1, persist_small);
+  add("vec4_persist_" + std::to_string(persist_large), l.one, vec4, 256, 1, persist_large);
+  add("vec4_wg256_2d_1buf_pad", l.pad, vec4, 256, 1, 0);
+  add("vec4_wg256_2d_3alloc", l.sep, vec4, 256, 1, 0);
+  add("repo_nobarrier_distinct_out", l.distinct, repo, 256, 1, 65535);
   variants.back().barriers = false;
-  add("vec4_copy_wg256_2d", one, copy_vec4, 256, 1, 0);
+  add("vec4_copy_wg256_2d", l.one, copy_vec4, 256, 1, 0);
   variants.back().expect = Expect::copy_a;
   variants.back().bytes_per_element = 8;
-  variants.push_back({"copy_buffer", Kind::copy, Expect::copy_a, 8, &one});
-  variants.push_back({"fill_buffer", Kind::fill, Expect::fill, 4, &one});
+  variants.push_back({"copy_buffer", Kind::copy, Expect::copy_a, 8, &l.one});
+  variants.back().skip = unbound;
+  variants.push_back({"fill_buffer", Kind::fill, Expect::fill, 4, &l.one});
+  variants.back().skip = unbound;
   // What a Program adds around the same chain, one thing at a time, then all together.
-  add("repo_1buf + upload", one, repo, 256, 1, 65535);
+  add("repo_1buf + upload", l.one, repo, 256, 1, 65535);
   variants.back().upload = true;
-  add("repo_1buf + readback", one, repo, 256, 1, 65535);
+  add("repo_1buf + readback", l.one, repo, 256, 1, 65535);
   variants.back().readback = true;
-  add("repo_1buf + idle 200ms", one, repo, 256, 1, 65535);
+  add("repo_1buf + idle 200ms", l.one, repo, 256, 1, 65535);
   variants.back().idle_ms = 200;
-  add("repo_1buf + upload+readback", one, repo, 256, 1, 65535);
+  add("repo_1buf + upload+readback", l.one, repo, 256, 1, 65535);
   variants.back().upload = variants.back().readback = true;
-  add("repo_1buf + upload+idle", one, repo, 256, 1, 65535);
+  add("repo_1buf + upload+idle", l.one, repo, 256, 1, 65535);
   variants.back().upload = true;
   variants.back().idle_ms = 200;
-  add("repo_1buf + readback+idle", one, repo, 256, 1, 65535);
+  add("repo_1buf + readback+idle", l.one, repo, 256, 1, 65535);
   variants.back().readback = true;
   variants.back().idle_ms = 200;
-  add("repo_1buf + upload+readback+idle", one, repo, 256, 1, 65535);
+  add("repo_1buf + upload+readback+idle", l.one, repo, 256, 1, 65535);
   variants.back().upload = variants.back().readback = true;
   variants.back().idle_ms = 200;
-  add("repo_1buf_again (drift)", one, repo, 256, 1, 65535);
+  add("repo_1buf_again (drift)", l.one, repo, 256, 1, 65535);
+  // Descriptor vs device address on the same memory, in pairs run back to back (the clock drifts
+  // over a run): the scalar and vec4 launch shapes above. bda_desc_* against the plain variant of
+  // the same shape also shows whether memory allocated for device addresses streams differently.
+  auto pair = [&](const std::string& shape, bool per_float, std::uint32_t wg, std::uint32_t vpi, std::uint64_t cap) {
+    add("bda_desc_" + shape, l.blk, per_float ? scalar : vec4, wg, vpi, cap);
+    add("bda_addr_" + shape, l.blk, per_float ? addr_scalar : addr_vec4, wg, vpi, cap);
+  };
+  pair("scalar_wg256_2d", true, 256, 1, 0);
+  for (std::uint32_t wg : {128u, 256u, 512u, 1024u}) pair("vec4_wg" + std::to_string(wg) + "_2d", false, wg, 1, 0);
+  pair("vec4x2_wg256_2d", false, 256, 2, 0);
+  pair("vec4x4_wg256_2d", false, 256, 4, 0);
+  pair("vec4_gridstride_65535", false, 256, 1, 65535);
+  pair("vec4_persist_" + std::to_string(persist_small), false, 256, 1, persist_small);
+  pair("vec4_persist_" + std::to_string(persist_large), false, 256, 1, persist_large);
 
   std::FILE* csv = opt.out.empty() ? nullptr : std::fopen(opt.out.c_str(), "w");
   if (!opt.out.empty() && !csv) throw tg::Error("cannot write " + opt.out);

@@ -31,11 +31,13 @@ struct Options {
   int submits = 300;          // submissions per variant of the submit probe
   std::string submit_out;
   std::string only;  // comma-separated pieces of variant names; empty: every variant
+  bool bda = true;   // ask for buffer device addresses (the bda_addr_* variants need them)
 };
 
 struct Region {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceSize offset = 0;
+  VkDeviceAddress address = 0;  // of `offset` in `buffer`, for the device-address variants; else 0
 };
 
 // Where a, b and the output(s) live; every output has k_guard bytes after it.
@@ -59,6 +61,9 @@ struct Variant {
   VkPipeline pipeline = VK_NULL_HANDLE;
   std::array<std::uint32_t, 3> groups{1, 1, 1};
   bool barriers = true;
+  // Operands reached through device addresses in the push constants (a new push per dispatch, as
+  // a bound descriptor set per dispatch for the others) instead of descriptors.
+  bool addressed = false;
   // What a Program's run puts around its dispatches, added one at a time: the inputs (a and b)
   // copied from host-visible staging first, the output copied to host-visible memory after, and
   // the host idle between submissions (a Program's run converts its inputs and outputs).
@@ -88,6 +93,8 @@ class Probe {
   std::uint32_t memory_type() const;
   // A device-local buffer (memory chosen as the library chooses it) owned by the probe.
   VkBuffer buffer(VkDeviceSize size, bool dedicated = false);
+  // The same as a tg::vk::Buffer with a device address (the context must have them), offset 0.
+  Region addressable(VkDeviceSize size);
   void add_sets(Layout& layout);
   // Specialization constants 0, 1, 2: workgroup size, vec4s per invocation, grid-stride.
   VkPipeline pipeline(std::span<const std::uint32_t> spirv, std::uint32_t wg, std::uint32_t vpi, bool grid_stride);
@@ -109,7 +116,8 @@ class Probe {
   std::uint64_t stamp_mask_ = ~std::uint64_t{0};
   std::vector<VkPipeline> pipelines_;
   std::vector<std::unique_ptr<DeviceBuffer>> buffers_;
-  std::unique_ptr<tg::vk::Buffer> staging_, readback_, inputs_staging_;
+  std::vector<tg::vk::Buffer> addressable_;
+  std::unique_ptr<tg::vk::Buffer> staging_, readback_, inputs_staging_, samples_;
 };
 
 // bench/vk_submit_probe.cpp: times the phases of a tiny submission (submit call, device start,

@@ -74,6 +74,13 @@ struct Push {
 };
 static_assert(sizeof(Push) == 112);
 
+// probe_addr.comp's push block: the operands' addresses and n, inside the same push range.
+struct AddressPush {
+  VkDeviceAddress a = 0, b = 0, c = 0;
+  std::uint32_t n = 0, unused = 0;
+};
+static_assert(sizeof(AddressPush) == 32 && sizeof(AddressPush) <= sizeof(Push));
+
 // Orders everything before against everything after (and, with `to_host`, makes writes visible to
 // host reads); recorded at both ends of each command buffer, so no submission relies on the host's
 // fence wait for memory visibility.
@@ -124,7 +131,7 @@ Probe::Probe(Ctx ctx, const Options& opt) : ctx_(std::move(ctx)), opt_(opt) {
   layout_info.pushConstantRangeCount = 1;
   layout_info.pPushConstantRanges = &range;
   ctx_->check(vkCreatePipelineLayout(dev, &layout_info, nullptr, &pipeline_layout_), "creating the layout");
-  const auto sets = static_cast<std::uint32_t>(4 + opt.dispatches);
+  const auto sets = static_cast<std::uint32_t>(5 + opt.dispatches);  // one per output of every layout
   const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4 * sets};
   VkDescriptorPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
   pool_info.maxSets = sets;
@@ -153,11 +160,19 @@ Probe::~Probe() {
   vkDestroyDescriptorSetLayout(dev, set_layout_, nullptr);
 }
 
-std::uint32_t Probe::memory_type() const { return buffers_.empty() ? 0 : buffers_.front()->memory_type(); }
+std::uint32_t Probe::memory_type() const {
+  if (!buffers_.empty()) return buffers_.front()->memory_type();
+  return addressable_.empty() ? 0 : addressable_.front().memory_type();
+}
 
 VkBuffer Probe::buffer(VkDeviceSize size, bool dedicated) {
   buffers_.push_back(std::make_unique<DeviceBuffer>(ctx_, size, dedicated));
   return buffers_.back()->handle();
+}
+
+Region Probe::addressable(VkDeviceSize size) {
+  addressable_.emplace_back(ctx_, size, tg::vk::MemoryUse::device);
+  return {addressable_.back().handle(), 0, addressable_.back().device_address()};
 }
 
 void Probe::add_sets(Layout& l) {
@@ -226,14 +241,21 @@ void Probe::submit(const char* what, const std::function<void(VkCommandBuffer)>&
 }
 
 void Probe::upload(const std::vector<float>& host, const std::vector<Region>& to) {
-  if (!staging_) staging_ = std::make_unique<tg::vk::Buffer>(ctx_, bytes_, tg::vk::MemoryUse::upload);
-  std::memcpy(staging_->mapped(), host.data(), bytes_);
-  submit("uploading inputs", [&](VkCommandBuffer cmd) {
-    for (const Region& r : to) {
-      const VkBufferCopy copy{0, r.offset, bytes_};
-      vkCmdCopyBuffer(cmd, staging_->handle(), r.buffer, 1, &copy);
-    }
-  });
+  // In pieces of at most 256 MiB (one piece up to n = 2^26): past 4 GiB a tensor can exceed what
+  // one host-visible allocation may hold.
+  const VkDeviceSize piece = std::min<VkDeviceSize>(bytes_, VkDeviceSize{256} << 20);
+  if (!staging_) staging_ = std::make_unique<tg::vk::Buffer>(ctx_, piece, tg::vk::MemoryUse::upload);
+  const auto* source = reinterpret_cast<const std::byte*>(host.data());
+  for (VkDeviceSize at = 0; at < bytes_; at += piece) {
+    const VkDeviceSize size = std::min(piece, bytes_ - at);
+    std::memcpy(staging_->mapped(), source + at, size);
+    submit("uploading inputs", [&](VkCommandBuffer cmd) {
+      for (const Region& r : to) {
+        const VkBufferCopy copy{0, r.offset + at, size};
+        vkCmdCopyBuffer(cmd, staging_->handle(), r.buffer, 1, &copy);
+      }
+    });
+  }
 }
 
 void Probe::record_chain(VkCommandBuffer cmd, const Variant& v, Stamps stamps) {
@@ -247,13 +269,18 @@ void Probe::record_chain(VkCommandBuffer cmd, const Variant& v, Stamps stamps) {
   push.strides[0][0] = push.strides[1][0] = push.strides[2][0] = 1;
   if (v.kind == Kind::shader) {
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, v.pipeline);
-    vkCmdPushConstants(cmd, pipeline_layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(Push), &push);
+    if (!v.addressed) vkCmdPushConstants(cmd, pipeline_layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(Push), &push);
   }
   for (std::uint32_t i = 0; i < d; ++i) {
     const std::size_t k = i % l.outs.size();
     if (i > 0 && v.barriers) chain_barrier(cmd, v.kind);
     if (stamps == Stamps::pairs) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 2 * i);
-    if (v.kind == Kind::shader) {
+    if (v.kind == Kind::shader && v.addressed) {
+      // No descriptor set bound: the shader uses none.
+      const AddressPush where{l.a.address, l.b.address, l.outs[k].address, push.n};
+      vkCmdPushConstants(cmd, pipeline_layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(where), &where);
+      vkCmdDispatch(cmd, v.groups[0], v.groups[1], v.groups[2]);
+    } else if (v.kind == Kind::shader) {
       vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_layout_, 0, 1, &l.sets[k], 0, nullptr);
       vkCmdDispatch(cmd, v.groups[0], v.groups[1], v.groups[2]);
     } else if (v.kind == Kind::copy) {
@@ -279,7 +306,6 @@ std::string Probe::verify(const Variant& v, const std::vector<float>& a, const s
     full_barrier(cmd);
     record_chain(cmd, v, Stamps::none);
   });
-  if (!readback_) readback_ = std::make_unique<tg::vk::Buffer>(ctx_, slot_ + k_guard, tg::vk::MemoryUse::readback);
   std::vector<std::uint64_t> samples;
   std::uint64_t state = 0x9E3779B97F4A7C15ull;
   for (int s = 0; s < 4096; ++s) {
@@ -287,24 +313,34 @@ std::string Probe::verify(const Variant& v, const std::vector<float>& a, const s
     samples.push_back((state >> 33) % opt_.n);
   }
   for (std::uint64_t i = 0; i < 16 && i < opt_.n; ++i) samples.push_back(i), samples.push_back(opt_.n - 1 - i);
+  // Only the sampled elements and the guard are read back, packed in that order: the check needs
+  // little host-visible memory whatever the size of an output.
+  const VkDeviceSize sample_bytes = 4 * samples.size(), guard_bytes = slot_ - bytes_ + k_guard;
+  if (!samples_) {
+    samples_ = std::make_unique<tg::vk::Buffer>(ctx_, sample_bytes + guard_bytes, tg::vk::MemoryUse::readback);
+  }
   for (std::size_t k = 0; k < l.outs.size(); ++k) {
+    std::vector<VkBufferCopy> copies;
+    for (std::size_t j = 0; j < samples.size(); ++j) copies.push_back({l.outs[k].offset + 4 * samples[j], 4 * j, 4});
+    copies.push_back({l.outs[k].offset + bytes_, sample_bytes, guard_bytes});
     submit("reading an output back", [&](VkCommandBuffer cmd) {
-      const VkBufferCopy copy{l.outs[k].offset, 0, slot_ + k_guard};
-      vkCmdCopyBuffer(cmd, l.outs[k].buffer, readback_->handle(), 1, &copy);
+      vkCmdCopyBuffer(cmd, l.outs[k].buffer, samples_->handle(), static_cast<std::uint32_t>(copies.size()),
+                      copies.data());
     });
-    const std::byte* base = readback_->mapped();
-    for (std::uint64_t i : samples) {
+    const std::byte* base = samples_->mapped();
+    for (std::size_t j = 0; j < samples.size(); ++j) {
+      const std::uint64_t i = samples[j];
       float got = 0;
-      std::memcpy(&got, base + 4 * i, 4);
+      std::memcpy(&got, base + 4 * j, 4);
       const float want = v.expect == Expect::sum ? a[i] + b[i] : v.expect == Expect::copy_a ? a[i] : k_fill_value;
       if (std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(want)) {
         return "FAIL output " + std::to_string(k) + " element " + std::to_string(i) + ": got " + std::to_string(got) +
                ", want " + std::to_string(want);
       }
     }
-    for (VkDeviceSize g = bytes_; g < slot_ + k_guard; g += 4) {
+    for (VkDeviceSize g = 0; g < guard_bytes; g += 4) {
       std::uint32_t word = 0;
-      std::memcpy(&word, base + g, 4);
+      std::memcpy(&word, base + sample_bytes + g, 4);
       if (word != k_guard_word) return "FAIL output " + std::to_string(k) + ": guard word overwritten";
     }
   }
@@ -326,6 +362,9 @@ Result Probe::run(const Variant& v, const std::vector<float>& a, const std::vect
     inputs_staging_ = std::make_unique<tg::vk::Buffer>(ctx_, 2 * bytes_, tg::vk::MemoryUse::upload);
     std::memcpy(inputs_staging_->mapped(), a.data(), bytes_);
     std::memcpy(inputs_staging_->mapped() + bytes_, b.data(), bytes_);
+  }
+  if (v.readback && !readback_) {
+    readback_ = std::make_unique<tg::vk::Buffer>(ctx_, bytes_, tg::vk::MemoryUse::readback);
   }
   const Layout& l = *v.layout;
   for (const Stamps mode : {Stamps::pairs, Stamps::ends}) {

@@ -102,6 +102,10 @@ Buffer::Buffer(std::shared_ptr<Context> context, VkDeviceSize size, MemoryUse us
   buffer_info.size = size;
   buffer_info.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   if (use == MemoryUse::device) buffer_info.usage |= VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  // Only where the context enabled device addresses: the usage bit and the allocation flag are
+  // invalid without the feature, and a default context's buffers stay exactly as they were.
+  const bool addressable = use == MemoryUse::device && context_->has_buffer_device_address();
+  if (addressable) buffer_info.usage |= VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
   buffer_info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   context_->check(vkCreateBuffer(context_->device(), &buffer_info, nullptr, &buffer_), "creating a " + what);
 
@@ -136,6 +140,10 @@ Buffer::Buffer(std::shared_ptr<Context> context, VkDeviceSize size, MemoryUse us
   alloc.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
   alloc.allocationSize = requirements.size;
   alloc.memoryTypeIndex = memory_type_;
+  VkMemoryAllocateFlagsInfo alloc_flags{};
+  alloc_flags.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO;
+  alloc_flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+  if (addressable) alloc.pNext = &alloc_flags;
   try {
     context_->check(vkAllocateMemory(context_->device(), &alloc, nullptr, &memory_), "allocating memory for a " + what);
     context_->check(vkBindBufferMemory(context_->device(), buffer_, memory_, 0), "binding memory to a " + what);
@@ -148,6 +156,24 @@ Buffer::Buffer(std::shared_ptr<Context> context, VkDeviceSize size, MemoryUse us
     release();
     throw;
   }
+}
+
+VkDeviceAddress Buffer::device_address() const {
+  if (buffer_ == VK_NULL_HANDLE) throw Error("device_address() of an empty buffer");
+  if (use_ != MemoryUse::device || !context_->has_buffer_device_address()) {
+    throw Error(std::string("device_address() of a ") + use_name(use_) + " buffer on " + context_->info().name +
+                ": only device buffers of a context created with ContextOptions::buffer_device_address on a device "
+                "that supports it have one");
+  }
+  // Through vkGetDeviceProcAddr rather than the loader's export: the function is core only from
+  // Vulkan 1.2, and linking against it would stop the library loading under an older loader.
+  const auto get_address = reinterpret_cast<PFN_vkGetBufferDeviceAddress>(
+      vkGetDeviceProcAddr(context_->device(), "vkGetBufferDeviceAddress"));
+  if (!get_address) throw Error("vkGetBufferDeviceAddress is missing on " + context_->info().name);
+  VkBufferDeviceAddressInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO;
+  info.buffer = buffer_;
+  return get_address(context_->device(), &info);
 }
 
 Buffer::Buffer(Buffer&& other) noexcept

@@ -44,6 +44,9 @@ class Buffer {
   VkDeviceSize size() const { return size_; }
   MemoryUse use() const { return use_; }
   std::uint32_t memory_type() const { return memory_type_; }
+  // The buffer's address for shaders (GL_EXT_buffer_reference), valid while the buffer lives.
+  // Throws tg::Error unless this is a device buffer on a context with has_buffer_device_address().
+  VkDeviceAddress device_address() const;
   // Persistently mapped host pointer of an upload/readback buffer; nullptr for device buffers.
   std::byte* mapped() const { return mapped_; }
   const std::shared_ptr<Context>& context() const { return context_; }

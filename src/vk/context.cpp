@@ -77,7 +77,7 @@ std::shared_ptr<Context> Context::create(ContextOptions options) {
         std::min(ctx->info_.max_per_stage_storage_buffers, *options.max_storage_buffers_per_dispatch);
   }
   ctx->physical_device_ = physical[chosen];
-  ctx->create_device(options.float_controls);
+  ctx->create_device(options.float_controls, options.buffer_device_address);
   ctx->load_pipeline_cache(options.pipeline_cache_dir ? *options.pipeline_cache_dir
                                                       : detail::default_pipeline_cache_dir());
   return ctx;
@@ -122,7 +122,7 @@ void Context::create_instance(bool validation) {
   check(create_messenger(instance_, &messenger_info, nullptr, &messenger_), "creating the validation messenger");
 }
 
-void Context::create_device(bool float_controls) {
+void Context::create_device(bool float_controls, bool buffer_device_address) {
   const std::vector<VkExtensionProperties> available = device_extensions(physical_device_);
   std::vector<const char*> extensions;
   // The spec requires enabling the portability subset wherever a device offers it (MoltenVK).
@@ -156,6 +156,28 @@ void Context::create_device(bool float_controls) {
   device_info.pQueueCreateInfos = &queue_info;
   device_info.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
   device_info.ppEnabledExtensionNames = extensions.data();
+  // Features are enabled only on request, so a default context creates the device exactly as
+  // before. VkPhysicalDeviceVulkan12Features may be chained only on a 1.2 device (float controls
+  // above need no feature: they are properties the shaders' execution modes rely on).
+  VkPhysicalDeviceVulkan12Features features12{};
+  features12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+  VkPhysicalDeviceFeatures2 features{};
+  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features.pNext = &features12;
+  if (buffer_device_address && version >= VK_API_VERSION_1_2) {
+    VkPhysicalDeviceVulkan12Features supported12{};
+    supported12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+    VkPhysicalDeviceFeatures2 supported{};
+    supported.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    supported.pNext = &supported12;
+    vkGetPhysicalDeviceFeatures2(physical_device_, &supported);
+    buffer_device_address_ = supported12.bufferDeviceAddress == VK_TRUE;
+    shader_int64_ = buffer_device_address_ && supported.features.shaderInt64 == VK_TRUE;
+    features12.bufferDeviceAddress = buffer_device_address_ ? VK_TRUE : VK_FALSE;
+    features.features.shaderInt64 = shader_int64_ ? VK_TRUE : VK_FALSE;
+    // With pNext set, pEnabledFeatures must stay null: VkPhysicalDeviceFeatures2 replaces it.
+    if (buffer_device_address_) device_info.pNext = &features;
+  }
   check(vkCreateDevice(physical_device_, &device_info, nullptr, &device_),
         "creating the logical device on " + info_.name);
   vkGetDeviceQueue(device_, info_.compute_queue_family, 0, &queue_);

@@ -46,6 +46,14 @@ struct ContextOptions {
   // driver may assume there are none (NVIDIA's drops NaN through minimum, maximum and relu and
   // flushes denormals). False: the driver's defaults.
   bool float_controls = true;
+  // Enable buffer device addresses (the Vulkan 1.2 feature bufferDeviceAddress) where the device
+  // has them, and shaderInt64 with them where it has that too: a shader computes an address as
+  // base + index * size, which needs 64-bit integers once a value passes 4 GiB. Device buffers
+  // (MemoryUse::device) then carry VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT and memory allocated
+  // for device addresses, and Buffer::device_address() works. Off by default: the executor binds
+  // every value through a descriptor and needs neither; this is for measuring the alternative
+  // (bench/vk_stream_probe.cpp).
+  bool buffer_device_address = false;
 };
 
 // What happened to the on-disk pipeline cache.
@@ -99,6 +107,10 @@ class Context {
   // NaN, ±Inf and -0 kept; denormals kept.
   bool preserves_nan_inf_signed_zero() const { return preserve_nan_inf_signed_zero_; }
   bool preserves_denormals() const { return preserve_denormals_; }
+  // bufferDeviceAddress was asked for (ContextOptions::buffer_device_address), is supported and is
+  // enabled; shaderInt64 likewise (enabled only together with device addresses).
+  bool has_buffer_device_address() const { return buffer_device_address_; }
+  bool has_shader_int64() const { return shader_int64_; }
 
   // Fences for submissions, reused: creating and destroying a fence for every submission cost
   // about 0.5 ms on NVIDIA's Linux driver (H200, driver 580), 50x a tiny submission's round trip.
@@ -116,7 +128,7 @@ class Context {
  private:
   Context() = default;
   void create_instance(bool validation);
-  void create_device(bool float_controls);
+  void create_device(bool float_controls, bool buffer_device_address);
   void load_pipeline_cache(const std::string& dir);
   void record_message(std::string message);
   static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -135,6 +147,8 @@ class Context {
   bool creation_feedback_ = false;
   bool preserve_nan_inf_signed_zero_ = false;
   bool preserve_denormals_ = false;
+  bool buffer_device_address_ = false;
+  bool shader_int64_ = false;
 
   std::atomic<bool> usable_{true};
   VkResult unusable_result_ = VK_SUCCESS;
