@@ -7,7 +7,7 @@
 // Every op shares one geometry: image [N,C,H,W], weight [O,C,KH,KW], output grid [N,O,OH,OW].
 // Zero padding: taps outside the image are skipped, as in the interpreter.
 //
-// Two modes, fixed per launch by the host, both deterministic (no atomics, fixed order):
+// Three modes, fixed per launch by the host, all deterministic (no atomics, fixed order):
 //   mode 1: one invocation per output element, summing its terms in the interpreter's order
 //           (conv2d: c, a, b; input grad: o, a, b; weight grad: n, i, j), in fp32. Loops run over
 //           in-range taps only, so the iteration count stays near the term count (lavapipe ends an
@@ -15,6 +15,11 @@
 //   mode 0: one workgroup per output element for long sums: invocation l folds the flat terms
 //           l, l+256, ... in increasing order, then a fixed-shape shared-memory tree (128, ..., 1)
 //           adds the 256 partials. Workgroups loop grid-stride over output elements.
+//   mode 2: the same over chunks of `span` terms (the last one shorter), a workgroup per
+//           (chunk, output): the chunk sums land in binding 2, the node's scratch, as [chunks,
+//           outputs], and matmul_split_sum.comp adds them in chunk order (two dispatches). For
+//           sums too long for one workgroup (a weight gradient over a large image): mode 0 would
+//           loop len / 256 times per invocation, past llvmpipe's 65535 loop passes for 2^24 terms.
 // Indices are int: the host refuses tensors above 2^31-1 elements and geometry above int range.
 
 layout(local_size_x = 256) in;
@@ -29,7 +34,7 @@ layout(push_constant) uniform Push {
   int o, oh, ow;
   int kh, kw;
   int stride, padding;
-  int unused;
+  uint span;  // mode 2: terms per chunk
 } pc;
 
 // conv2d: (x, w); conv2d_input_grad: (g, w); conv2d_weight_grad: (x, g).
@@ -170,18 +175,24 @@ void main() {
     return;
   }
 
+  // Modes 0 and 2: item t is chunk t / rows of output t % rows (mode 0: one chunk, t = the output).
   const uint lid = gl_LocalInvocationID.x;
-  for (uint row = gl_WorkGroupID.x; row < pc.rows; row += gl_NumWorkGroups.x) {
-    const ivec4 at = decode(row);
+  const uint span = pc.mode == 2u ? pc.span : pc.len;
+  const uint parts = pc.mode == 2u ? (pc.len + span - 1u) / span : 1u;
+  const uint items = pc.rows * parts;
+  for (uint t = gl_WorkGroupID.x; t < items; t += gl_NumWorkGroups.x) {
+    const uint chunk = t / pc.rows;
+    const ivec4 at = decode(t - chunk * pc.rows);
+    const uint end = min(pc.len, (chunk + 1u) * span);
     float acc = 0.0;
-    for (uint r = lid; r < pc.len; r += WG) acc += term(at, int(r));
+    for (uint r = chunk * span + lid; r < end; r += WG) acc += term(at, int(r));
     s_part[lid] = acc;
     barrier();
     for (uint s = WG / 2; s > 0; s >>= 1) {
       if (lid < s) s_part[lid] = s_part[lid] + s_part[lid + s];
       barrier();
     }
-    if (lid == 0u) outv[row] = s_part[0];
-    barrier();  // s_part[0] is read before the next row overwrites it
+    if (lid == 0u) outv[t] = s_part[0];
+    barrier();  // s_part[0] is read before the next item overwrites it
   }
 }

@@ -27,10 +27,14 @@
 // combines as above: the same additions in the same order as the one-dispatch form, so the same
 // bits, without one workgroup computing every row.
 //
-// llvmpipe stops all loops of an invocation after 65535 iterations in total. The combines are written
-// out (no loop) and the class loops of group mode peel their first element, so a group-mode row of
-// at most 256 classes costs one loop iteration: a one-workgroup reduction then handles up to about
-// 65000 rows there (serial mode: 256 * 65535 / (2 classes + 1) rows). GPUs have no such cap.
+// Past kChunkLength (8192) rows the second dispatch is no longer mode 2 but a split sum
+// (shaders/reduce_split.comp: chunk partials of the row losses, then their combine).
+//
+// llvmpipe stops all loops of an invocation after 65535 passes in total (src/vk/kernels/kernels.h).
+// The combines are written out (no loop) and the class loops of group mode peel their first
+// element, so a group-mode row of at most 256 classes costs one loop pass; the host keeps the
+// one-dispatch form to at most 1024 such passes (rows x ceil(classes / 256)) and mode 2 to 32 per
+// invocation. GPUs have no such cap.
 
 layout(local_size_x = 256) in;
 const uint WG = 256;

@@ -22,7 +22,10 @@
 // (the zero padding only adds 0*0 terms past K), so the bits do not depend on scheduling.
 // Split-K (products with few output tiles and a long K, e.g. weight gradients): the host launches
 // the K ranges as batches (lda = the whole K) writing partial products to scratch, and
-// matmul_split_sum.comp adds them in ascending range order.
+// matmul_split_sum.comp adds them in ascending range order. A 2-D product whose K would loop
+// too long in one invocation (llvmpipe ends an invocation's loops after 65535 passes) is split the
+// same way, its last range shorter when K is not a multiple of the range (k_last, read only under
+// the specialization constant RAGGED_K, so other pipelines are compiled as before).
 // Workgroups loop grid-stride over (batch, tile row, tile column), so any size fits in the
 // executor's at most 65535 groups.
 // Transposed operands (A_T, B_T): A stored as [K, M] (row stride lda = M) or B as [N, K] (row
@@ -53,7 +56,6 @@ void large_tiles() {
   const uint ty = lid >> 4;
   const uint tiles_per_batch = pc.tiles_m * pc.tiles_n;
   const uint total = tiles_per_batch * pc.batches;
-  const uint slices = (pc.K + BK - 1) / BK;
 
   for (uint tile = gl_WorkGroupID.x; tile < total; tile += gl_NumWorkGroups.x) {
     const uint batch = tile / tiles_per_batch;
@@ -63,6 +65,8 @@ void large_tiles() {
     const uint a_base = batch * pc.a_batch_stride;
     const uint b_base = batch * pc.b_batch_stride;
     const uint c_base = batch * pc.M * pc.N;
+    set_tile_k(batch);
+    const uint slices = (tile_k + BK - 1) / BK;
 
     vec4 acc[8][2];  // [row i][column half]: rows 4ty+i (i < 4) and 64+4ty+i-4, columns 4tx+.. and 64+4tx+..
     [[unroll]] for (uint i = 0; i < 8; ++i) {

@@ -22,7 +22,13 @@ layout(push_constant) uniform Push {
                         // * N); M when A is stored transposed (a_batch_stride = K per split * M)
   uint ldb;             // B_T only: B's stored row stride, the whole K (b_batch_stride = K per split
                         // under split-K); an untransposed B's rows are N apart
+  uint k_last;          // the K range of the last batch: K, or under split-K the remainder when K is
+                        // not a multiple of the range (a long K split for llvmpipe's loop limit)
 } pc;
+
+// The K range of the tile being computed (set_tile_k): pc.K, or under RAGGED_K pc.k_last in the
+// last batch. The loads compare against it, so a shorter last range reads zeros past its end.
+uint tile_k;
 
 // Must match kFlag* in src/vk/kernels/matmul.cpp.
 const uint FLAG_VEC_A = 1u;   // lda and a_batch_stride % 4 == 0: stored rows of A start on vec4 boundaries
@@ -34,6 +40,10 @@ layout(constant_id = 0) const bool A_T = false;     // A stored transposed: A[r,
 layout(constant_id = 1) const bool B_T = false;     // B stored transposed: B[k, c] at b_base + c * ldb + k
 layout(constant_id = 2) const bool VEC_BT = false;  // B_T, ldb and b_batch_stride % 4 == 0: its stored rows
                                                     // move as vec4
+// Split-K with a shorter last range (k_last): only those launches set it, so every other pipeline
+// folds tile_k to pc.K and keeps the code it had before ragged ranges existed.
+layout(constant_id = 3) const bool RAGGED_K = false;
+void set_tile_k(uint batch) { tile_k = (RAGGED_K && batch + 1u == pc.batches) ? pc.k_last : pc.K; }
 
 // Scalar and vec4 views of the same bindings (aliased descriptors).
 layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };
@@ -67,7 +77,7 @@ vec4 load_a(uint a_base, uint row0, uint k0, uint e) {
   if (A_T) {
     const uint gk = k0 + e / VEC;
     const uint gr = row0 + (e % VEC) * 4u;
-    if (gk >= pc.K) return vec4(0.0);
+    if (gk >= tile_k) return vec4(0.0);
     const uint at = a_base + gk * pc.lda + gr;
     if ((pc.flags & FLAG_VEC_A) != 0u) return gr < pc.M ? a4[at >> 2] : vec4(0.0);  // M % 4 == 0
     vec4 v;
@@ -78,9 +88,9 @@ vec4 load_a(uint a_base, uint row0, uint k0, uint e) {
   const uint gk = k0 + (e % KQ) * 4u;
   if (gr >= pc.M) return vec4(0.0);
   const uint at = a_base + gr * pc.lda + gk;
-  if ((pc.flags & FLAG_VEC_A) != 0u) return gk < pc.K ? a4[at >> 2] : vec4(0.0);
+  if ((pc.flags & FLAG_VEC_A) != 0u) return gk < tile_k ? a4[at >> 2] : vec4(0.0);
   vec4 v;
-  [[unroll]] for (uint q = 0; q < 4; ++q) v[q] = gk + q < pc.K ? a[at + q] : 0.0;
+  [[unroll]] for (uint q = 0; q < 4; ++q) v[q] = gk + q < tile_k ? a[at + q] : 0.0;
   return v;
 }
 
@@ -92,14 +102,14 @@ vec4 load_b(uint b_base, uint col0, uint k0, uint e) {
     const uint gk = k0 + (e % KQ) * 4u;
     if (gc >= pc.N) return vec4(0.0);
     const uint at = b_base + gc * pc.ldb + gk;
-    if (VEC_BT) return gk < pc.K ? b4[at >> 2] : vec4(0.0);  // K % 4 == 0
+    if (VEC_BT) return gk < tile_k ? b4[at >> 2] : vec4(0.0);  // K % 4 == 0
     vec4 v;
-    [[unroll]] for (uint q = 0; q < 4; ++q) v[q] = gk + q < pc.K ? b[at + q] : 0.0;
+    [[unroll]] for (uint q = 0; q < 4; ++q) v[q] = gk + q < tile_k ? b[at + q] : 0.0;
     return v;
   }
   const uint gk = k0 + e / VEC;
   const uint gc = col0 + (e % VEC) * 4u;
-  if (gk >= pc.K) return vec4(0.0);
+  if (gk >= tile_k) return vec4(0.0);
   const uint at = b_base + gk * pc.N + gc;
   if ((pc.flags & FLAG_VEC_BC) != 0u) return gc < pc.N ? b4[at >> 2] : vec4(0.0);
   vec4 v;

@@ -37,7 +37,6 @@ void small_tiles() {
   const uint ty = lid >> 4;
   const uint tiles_per_batch = pc.tiles_m * pc.tiles_n;
   const uint total = tiles_per_batch * pc.batches;
-  const uint slices = (pc.K + BK - 1) / BK;
 
   for (uint tile = gl_WorkGroupID.x; tile < total; tile += gl_NumWorkGroups.x) {
     const uint batch = tile / tiles_per_batch;
@@ -47,6 +46,8 @@ void small_tiles() {
     const uint a_base = batch * pc.a_batch_stride;
     const uint b_base = batch * pc.b_batch_stride;
     const uint c_base = batch * pc.M * pc.N;
+    set_tile_k(batch);
+    const uint slices = (tile_k + BK - 1) / BK;
 
     vec4 acc[4];  // [row 4ty+i]: columns 4tx .. 4tx+3
     [[unroll]] for (uint i = 0; i < 4; ++i) acc[i] = vec4(0.0);

@@ -1,10 +1,12 @@
 #version 450
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_GOOGLE_include_directive : require
 // The reduce family: sum, mean, max, min over any set of axes and argmax, argmin over one axis,
 // the op chosen by a push constant (uniform across the dispatch). No permute is materialized: the
 // host merges adjacent axes of the same kind (kept or reduced) and passes, per kind, extents and
 // input strides, so an output element's slice is addressed directly.
 //
-// Two modes, fixed per launch by the host, both deterministic (no atomics, fixed combine order):
+// Three modes, fixed per launch by the host, all deterministic (no atomics, fixed combine order):
 //   mode 0: one workgroup per output element. Invocation l folds reduced indices l, l+256, ...
 //           in increasing order in fp32, then a fixed-shape shared-memory tree (128, 64, ..., 1)
 //           combines the 256 partials; the result never depends on subgroup size or scheduling.
@@ -18,6 +20,11 @@
 //           workgroup on every element (11-32 us for 4096-16384 rows of 128 on an H200).
 // Max/min propagate NaN; argmax/argmin return the first index of the extremum, the first NaN
 // winning over everything (as the interpreter and np.argmax). Output words: f32 bits or int32.
+// Rows longer than the host's kChunkLength, when few or very long, go to reduce_split.comp
+// instead (chunks of a row over several workgroups, then their combine), so mode 0's loop stays
+// short: llvmpipe ends an invocation's loops after 65535 passes (src/vk/kernels/kernels.h). For
+// the same reason the offset arithmetic below is unrolled over the 6 axis slots: a loop there
+// would cost a pass per folded term even where a branch skips it.
 
 layout(local_size_x = 256) in;
 const uint WG = 256;
@@ -41,19 +48,20 @@ layout(push_constant) uniform Push {
 layout(std430, set = 0, binding = 0) readonly buffer In { float x[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Out { uint outv[]; };
 
-const uint OP_SUM = 0, OP_MEAN = 1, OP_MAX = 2, OP_MIN = 3, OP_ARGMAX = 4, OP_ARGMIN = 5;
-const uint NONE = 0xffffffffu;
-
 shared float s_val[WG];
 shared uint s_idx[WG];
 
+#include "reduce_fold.glsl"
+
 uint kept_offset(uint o) {
   uint off = 0;
-  for (int d = int(pc.kept_rank) - 1; d >= 0; --d) {
-    const uint e = pc.kept_dims[d];
-    const uint q = o / e;
-    off += (o - q * e) * pc.kept_strides[d];
-    o = q;
+  [[unroll]] for (int d = int(MAX_RANK) - 1; d >= 0; --d) {
+    if (d < int(pc.kept_rank)) {
+      const uint e = pc.kept_dims[d];
+      const uint q = o / e;
+      off += (o - q * e) * pc.kept_strides[d];
+      o = q;
+    }
   }
   return off;
 }
@@ -61,46 +69,15 @@ uint kept_offset(uint o) {
 uint red_offset(uint r) {
   if (pc.red_rank <= 1u) return r * pc.red_strides[0];
   uint off = 0;
-  for (int d = int(pc.red_rank) - 1; d >= 0; --d) {
-    const uint e = pc.red_dims[d];
-    const uint q = r / e;
-    off += (r - q * e) * pc.red_strides[d];
-    r = q;
+  [[unroll]] for (int d = int(MAX_RANK) - 1; d >= 0; --d) {
+    if (d < int(pc.red_rank)) {
+      const uint e = pc.red_dims[d];
+      const uint q = r / e;
+      off += (r - q * e) * pc.red_strides[d];
+      r = q;
+    }
   }
   return off;
-}
-
-float init_value() {
-  if (pc.op == OP_MAX) return uintBitsToFloat(0xff800000u);  // -inf
-  if (pc.op == OP_MIN) return uintBitsToFloat(0x7f800000u);  // +inf
-  return 0.0;
-}
-
-// Whether (vb, ib) replaces (va, ia) as the arg-extremum: NONE loses, the first NaN wins, else the
-// strictly better value, ties to the smaller index.
-bool arg_takes(float va, uint ia, float vb, uint ib) {
-  if (ib == NONE) return false;
-  if (ia == NONE) return true;
-  const bool na = isnan(va), nb = isnan(vb);
-  if (na || nb) return (na && nb) ? ib < ia : nb;
-  if (vb == va) return ib < ia;
-  return pc.op == OP_ARGMAX ? vb > va : vb < va;
-}
-
-// Folds (vb, ib) into (va, ia); for sum/mean/max/min only the value matters.
-void fold(inout float va, inout uint ia, float vb, uint ib) {
-  switch (pc.op) {
-    case OP_SUM:
-    case OP_MEAN: va = va + vb; break;
-    case OP_MAX: va = (vb > va || isnan(vb)) ? vb : va; break;
-    case OP_MIN: va = (vb < va || isnan(vb)) ? vb : va; break;
-    default:
-      if (arg_takes(va, ia, vb, ib)) {
-        va = vb;
-        ia = ib;
-      }
-      break;
-  }
 }
 
 void write_result(uint row, float v, uint idx) {
@@ -123,11 +100,11 @@ void segmented() {
   // element folds nothing and writes nothing.
   for (uint row0 = gl_WorkGroupID.x * per_group; row0 < pc.rows; row0 += gl_NumWorkGroups.x * per_group) {
     const uint row = row0 + lid / SEG;
-    float acc = init_value();
+    float acc = init_value(pc.op);
     uint idx = NONE;
     if (row < pc.rows) {
       const uint base = kept_offset(row);
-      for (uint r = lane; r < pc.count; r += SEG) fold(acc, idx, x[base + red_offset(r)], r);
+      for (uint r = lane; r < pc.count; r += SEG) fold(pc.op, acc, idx, x[base + red_offset(r)], r);
     }
     s_val[lid] = acc;
     s_idx[lid] = idx;
@@ -136,7 +113,7 @@ void segmented() {
       if (lane < s) {
         float va = s_val[lid];
         uint ia = s_idx[lid];
-        fold(va, ia, s_val[lid + s], s_idx[lid + s]);
+        fold(pc.op, va, ia, s_val[lid + s], s_idx[lid + s]);
         s_val[lid] = va;
         s_idx[lid] = ia;
       }
@@ -156,9 +133,9 @@ void main() {
     const uint step = gl_NumWorkGroups.x * WG;
     for (uint row = gl_GlobalInvocationID.x; row < pc.rows; row += step) {
       const uint base = kept_offset(row);
-      float acc = init_value();
+      float acc = init_value(pc.op);
       uint idx = NONE;
-      for (uint r = 0; r < pc.count; ++r) fold(acc, idx, x[base + red_offset(r)], r);
+      for (uint r = 0; r < pc.count; ++r) fold(pc.op, acc, idx, x[base + red_offset(r)], r);
       write_result(row, acc, idx);
     }
     return;
@@ -167,9 +144,9 @@ void main() {
   const uint lid = gl_LocalInvocationID.x;
   for (uint row = gl_WorkGroupID.x; row < pc.rows; row += gl_NumWorkGroups.x) {
     const uint base = kept_offset(row);
-    float acc = init_value();
+    float acc = init_value(pc.op);
     uint idx = NONE;
-    for (uint r = lid; r < pc.count; r += WG) fold(acc, idx, x[base + red_offset(r)], r);
+    for (uint r = lid; r < pc.count; r += WG) fold(pc.op, acc, idx, x[base + red_offset(r)], r);
     s_val[lid] = acc;
     s_idx[lid] = idx;
     barrier();
@@ -177,7 +154,7 @@ void main() {
       if (lid < s) {
         float va = s_val[lid];
         uint ia = s_idx[lid];
-        fold(va, ia, s_val[lid + s], s_idx[lid + s]);
+        fold(pc.op, va, ia, s_val[lid + s], s_idx[lid + s]);
         s_val[lid] = va;
         s_idx[lid] = ia;
       }

@@ -9,13 +9,17 @@
 // Fine for the shapes scatter_add serves (take_along_axis's gradient: K and size both the
 // extents of one axis); a sort-by-index formulation would be the next step for huge size * K.
 //
-// Two modes, fixed per launch by the host, both deterministic:
+// Three modes, fixed per launch by the host, all deterministic:
 //   mode 1: one invocation per output element, adding the matches in ascending k: the
 //           interpreter's order, so the f32 sums equal the f32 interpreter's bit for bit.
 //   mode 0: one workgroup per output element (long K): invocation l adds the matches among
 //           k = l, l+256, ... in ascending order, then a fixed-shape shared-memory tree (128, 64,
 //           ..., 1) combines the 256 partials. This keeps each invocation's loop count at K/256
-//           (llvmpipe silently stops a shader invocation after 65535 loop iterations in total).
+//           (llvmpipe silently stops a shader invocation after 65535 loop passes in total).
+//   mode 2: the same over chunks of `span` of K (the last one shorter), a workgroup per (chunk,
+//           output element): the chunk sums land in binding 2, the node's scratch, as [chunks,
+//           outputs], and matmul_split_sum.comp adds them in chunk order. For K too long for one
+//           workgroup's loop (mode 0 loops K / 256 times per invocation).
 // A separate grid-stride pass over the indices reports any outside [0, size) through the
 // executor's status word (atomicMin: the first bad flat element); such an index matches no output
 // element, so it is skipped without any out-of-bounds access. The pass also runs when the output
@@ -31,6 +35,7 @@ layout(push_constant) uniform Push {
   uint size;     // the output's extent along the axis
   uint updates;  // K: the updates' extent along the axis (terms per output element, at most)
   uint inner;    // product of the extents after the axis
+  uint span;     // mode 2: K per chunk
 } pc;
 
 layout(std430, set = 0, binding = 0) readonly buffer Updates { float updates[]; };
@@ -50,10 +55,10 @@ void column_of(uint f, out uint base, out int s) {
   s = int(along);
 }
 
-// Sum of the matches among k = k0, k0 + k_step, ... < K, in ascending k.
-float column_sum(uint base, int s, uint k0, uint k_step) {
+// Sum of the matches among k = k0, k0 + k_step, ... < k_end, in ascending k.
+float column_sum(uint base, int s, uint k0, uint k_step, uint k_end) {
   float total = 0.0;
-  for (uint k = k0; k < pc.updates; k += k_step) {
+  for (uint k = k0; k < k_end; k += k_step) {
     const uint src = base + k * pc.inner;
     if (indices[src] == s) total += updates[src];
   }
@@ -72,23 +77,28 @@ void main() {
       uint base;
       int s;
       column_of(f, base, s);
-      outv[f] = column_sum(base, s, 0u, 1u);
+      outv[f] = column_sum(base, s, 0u, 1u, pc.updates);
     }
     return;
   }
 
+  // Modes 0 and 2: item t is chunk t / rows of output element t % rows (mode 0: one chunk).
   const uint lid = gl_LocalInvocationID.x;
-  for (uint f = gl_WorkGroupID.x; f < pc.rows; f += gl_NumWorkGroups.x) {
+  const uint span = pc.mode == 2u ? pc.span : pc.updates;
+  const uint parts = pc.mode == 2u ? (pc.updates + span - 1u) / span : 1u;
+  const uint items = pc.rows * parts;
+  for (uint t = gl_WorkGroupID.x; t < items; t += gl_NumWorkGroups.x) {
+    const uint chunk = t / pc.rows;
     uint base;
     int s;
-    column_of(f, base, s);
-    s_part[lid] = column_sum(base, s, lid, WG);
+    column_of(t - chunk * pc.rows, base, s);
+    s_part[lid] = column_sum(base, s, chunk * span + lid, WG, min(pc.updates, (chunk + 1u) * span));
     barrier();
     for (uint h = WG / 2; h > 0; h >>= 1) {
       if (lid < h) s_part[lid] = s_part[lid] + s_part[lid + h];
       barrier();
     }
-    if (lid == 0u) outv[f] = s_part[0];
-    barrier();  // s_part[0] is read before the next output element reuses s_part
+    if (lid == 0u) outv[t] = s_part[0];
+    barrier();  // s_part[0] is read before the next item reuses s_part
   }
 }

@@ -3,7 +3,7 @@
 // exp(x - max), then the output. A row is (outer o, inner j): element a sits at
 // o * length * inner + a * inner + j, so any axis works without a permute.
 //
-// Two modes, fixed per launch by the host, both deterministic:
+// Three modes, fixed per launch by the host, all deterministic:
 //   mode 0: one workgroup per row; invocation l folds elements l, l+256, ... in fp32, then a
 //           fixed-shape shared-memory tree (128, 64, ..., 1) combines the partials, once for the
 //           max and once for the sum; workgroups loop grid-stride over rows (rows > 65535).
@@ -12,6 +12,9 @@
 //           l, l+32, ... and a 32-lane tree (16, 8, ..., 1) within the segment. For many medium
 //           rows (32 < len <= 1024): a workgroup per row spends two 8-level trees of a whole
 //           workgroup on every row (44 us for W2's [32, 4, 128, 128] attention on an H200).
+// Rows longer than the host's kChunkLength, when few or very long, go to softmax_split.comp
+// instead (chunks of a row over several workgroups), so mode 0's three loops stay short: llvmpipe
+// ends an invocation's loops after 65535 passes (src/vk/kernels/kernels.h).
 
 layout(local_size_x = 256) in;
 const uint WG = 256;

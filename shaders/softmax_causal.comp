@@ -5,7 +5,7 @@
 // the visible columns, then exp(x - max) / sum. The structure of shaders/softmax.comp with the
 // axis always last (contiguous) and the row length cut to the visible columns.
 //
-// Two modes, fixed per launch by the host, both deterministic:
+// Three modes, fixed per launch by the host, all deterministic:
 //   mode 0: one workgroup per row; invocation l folds visible columns l, l+256, ... in fp32, then
 //           a fixed-shape shared-memory tree (128, 64, ..., 1) combines the partials, once for the
 //           max and once for the sum; workgroups loop grid-stride over rows (rows > 65535).

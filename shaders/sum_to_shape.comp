@@ -14,6 +14,11 @@
 //   3: many contiguous rows ([rows, len] -> [rows], LayerNorm's row sums): the workgroup copies
 //      its rows (one contiguous stretch of the input) with plain coalesced loads, no index
 //      arithmetic per term, then one invocation per row adds it.
+// Mode 4 (preimages of more than 2048 blocks, 524288 terms): the first of two dispatches. One
+// invocation per (block, output) writes the block's sum to binding 1, the node's scratch, as
+// [blocks, n]; matmul_split_sum.comp then adds each output's block sums in block order: the same
+// additions as one workgroup per output, whose invocation 0 would otherwise loop over every
+// block partial (131072 of them for 2^25 terms, past llvmpipe's loop limit).
 //
 // No loop here walks the summed axes: the carry is straight-line code and the term loop is
 // unrolled by 4, because lavapipe (llvmpipe) ends every loop of an invocation once 65535 loop
@@ -28,7 +33,8 @@ layout(push_constant) uniform Push {
   uint out_rank;  // kept axes after collapsing, 0..6
   uint staged;    // 1: a workgroup loads one preimage of at most BLOCK terms, then sums it;
                   // 2: a workgroup loads ROWS of them, then ROWS invocations sum one each;
-                  // 3: contiguous rows, a workgroup loads contiguous_rows() of them
+                  // 3: contiguous rows, a workgroup loads contiguous_rows() of them;
+                  // 4: block partials of long preimages into scratch
   uint len;       // preimage length (product of sum_dims; 0 when a summed axis is empty)
   uint out_dims[MAX_RANK];
   uint start_strides[MAX_RANK];  // input stride per kept axis
@@ -97,6 +103,17 @@ uint start_of(uint o) {
 }
 
 void main() {
+  if (pc.staged == 4u) {
+    // Item i = b * n + o: block b of output o, so outv (the scratch) is [blocks, n].
+    const uint blocks = (pc.len + BLOCK - 1u) / BLOCK;
+    const uint items = pc.n * blocks;
+    const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    for (uint i = gl_GlobalInvocationID.x; i < items; i += step) {
+      const uint b = i / pc.n;
+      outv[i] = sum_range(start_of(i - b * pc.n), b * BLOCK, min(pc.len, (b + 1u) * BLOCK));
+    }
+    return;
+  }
   if (pc.len <= BLOCK && pc.staged == 2u) {
     // Many outputs with preimages of 32..BLOCK terms (LayerNorm's row sums, [B, T, C] -> [B, T, 1]):
     // one invocation per output would load its terms one after another, a cache line each. The

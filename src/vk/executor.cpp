@@ -57,8 +57,8 @@ HostTensor read_words(const TensorType& type, const std::byte* src) {
 // Throws tg::Error naming the first launch that binds more storage buffers than the device allows
 // per dispatch (maxPerStageDescriptorStorageBuffers), or that may loop past the device's
 // per-invocation loop limit (lavapipe's, check_loop_limit), before any Vulkan object is created.
-void refuse_launches_above(const DeviceInfo& device, std::uint32_t max_buffers, const std::vector<KernelLaunch>& launches,
-                           const Graph& graph) {
+void refuse_launches_above(const DeviceInfo& device, std::uint32_t max_buffers,
+                           const std::vector<KernelLaunch>& launches, const Graph& graph) {
   for (std::size_t n = 0; n < launches.size(); ++n) {
     if (launches[n].items == 0) continue;
     check_loop_limit(launches[n], device, graph, graph.nodes()[n]);

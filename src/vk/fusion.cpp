@@ -249,6 +249,7 @@ class Run {
     launch.writes = kMaxOutputs;
     append_pod(launch.push, push);
     launch.items = std::max<std::uint64_t>(push.n / 4, push.n % 4);
+    launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
     launch.specialization = {static_cast<std::uint32_t>(nodes_.size()), static_cast<std::uint32_t>(inputs_.size()),
                              scalars, static_cast<std::uint32_t>(written.size()), output_registers};
     launch.specialization.insert(launch.specialization.end(), steps_.begin(), steps_.end());

@@ -22,6 +22,7 @@ KernelLaunch fill(const Graph& graph, const Node& node, double value) {
   launch.bindings = {node.output};
   append_pod(launch.push, push);
   launch.items = push.n;
+  launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
   return launch;
 }
 

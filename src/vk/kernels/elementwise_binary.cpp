@@ -88,6 +88,7 @@ KernelLaunch plan_broadcast(const Graph& graph, const Node& node, BinaryOp op) {
   append_pod(launch.push, push);
   // Fast path: one invocation per vec4, and at least one per trailing word (n % 4 of them).
   launch.items = contiguous ? std::max<std::uint64_t>(push.n / 4, push.n % 4) : push.n;
+  launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
   return launch;
 }
 

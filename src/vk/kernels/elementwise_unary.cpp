@@ -46,6 +46,7 @@ KernelLaunch plan(const Graph& graph, const Node& node) {
   launch.bindings = {node.inputs[0], node.output};
   append_pod(launch.push, push);
   launch.items = push.n;
+  launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
   return launch;
 }
 

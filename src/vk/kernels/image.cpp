@@ -2,10 +2,12 @@
 // (shaders/conv2d.comp, the op chosen by a push constant), max_pool2d (shaders/max_pool2d.comp)
 // and max_pool2d_grad (shaders/max_pool2d_grad.comp). Every output element is summed (or picked)
 // by one invocation in the interpreter's order, or, when its sum or its windows are long, by one
-// 256-invocation workgroup with a fixed-shape shared-memory tree: deterministic either way. The
-// mode thresholds keep an invocation's loop iterations well below lavapipe's 65535 for every shape
-// lavapipe runs in reasonable time, except pooling gradients with windows above about 50x50 at
-// stride 1 (each input element re-finds the argmax of up to k*k windows of k*k taps).
+// 256-invocation workgroup with a fixed-shape shared-memory tree: deterministic either way. A
+// convolution sum too long for one workgroup (row_chunks(): a weight gradient over a large image)
+// is split into chunks across workgroups, their sums added in chunk order by a second dispatch.
+// Every launch declares its loop passes (kernels.h); pooling gradients with windows above 53x53 at
+// stride 1 (each input element re-finds the argmax of up to k*k windows of k*k taps) declare more
+// than lavapipe's 65535, and check_loop_limit refuses them there by name.
 #include <algorithm>
 #include <initializer_list>
 #include <limits>
@@ -62,7 +64,7 @@ struct ConvPush {
   std::int32_t o = 0, oh = 0, ow = 0;
   std::int32_t kh = 0, kw = 0;
   std::int32_t stride = 0, padding = 0;
-  std::int32_t unused = 0;
+  std::uint32_t span = 0;  // mode 2: terms per chunk
 };
 static_assert(sizeof(ConvPush) == 64);
 
@@ -96,10 +98,16 @@ KernelLaunch plan_conv(const Graph& graph, const Node& node, ConvOp op) {
   // range checked above (an empty output launches nothing).
   const std::int64_t len = op == conv ? g.c * g.kh * g.kw : op == input_grad ? g.o * g.kh * g.kw : g.n * g.oh * g.ow;
   const bool serial = len <= (op == weight_grad ? kSerialWeightGradTerms : kSerialConvTerms);
+  // Long sums split into chunks across workgroups (mode 2) as reductions do (row_chunks()).
+  const std::uint64_t parts = serial || rows == 0 ? 1 : row_chunks(len, rows);
+  if (static_cast<std::uint64_t>(rows) * parts > 0xffffffffull) {
+    refuse(graph, node, "more than 2^32-1 (output, chunk) pairs for the shader's 32-bit indexing");
+  }
 
   ConvPush push;
   push.op = op;
-  push.mode = serial ? 1u : 0u;
+  push.mode = serial ? 1u : parts > 1 ? 2u : 0u;
+  push.span = static_cast<std::uint32_t>(parts > 1 ? kChunkLength : len);
   push.rows = static_cast<std::uint32_t>(rows);
   push.len = static_cast<std::uint32_t>(len);
   const auto i32 = [](std::int64_t v) { return static_cast<std::int32_t>(v); };
@@ -120,8 +128,28 @@ KernelLaunch plan_conv(const Graph& graph, const Node& node, ConvOp op) {
   launch.bindings = {node.inputs[0], node.inputs[1], node.output};
   launch.group_size = kGroupSize;
   // An empty output launches nothing; an empty operand (C or N of 0) gives zeros and is never read.
-  launch.items = static_cast<std::uint64_t>(rows) * (serial ? 1u : kGroupSize);
+  launch.items = static_cast<std::uint64_t>(rows) * parts * (serial ? 1u : kGroupSize);
+  // Serial: the interpreter's three nested loops over in-range taps (or whole output rows for
+  // the weight gradient); workgroups: a term loop of span / 256 and the tree. The mode and the
+  // serial functions of the other ops run their loops once, masked.
+  const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(std::max<std::int64_t>(v, 0)); };
+  const std::uint64_t serial_passes =
+      op == conv ? loop_passes(u(g.c), loop_passes(u(std::min(g.kh, g.h)), loop_passes(u(std::min(g.kw, g.w))), 1), 2)
+      : op == input_grad
+          ? loop_passes(
+                u(g.o),
+                loop_passes(u(ceil_div(u(g.kh), u(g.stride))), loop_passes(u(ceil_div(u(g.kw), u(g.stride)))), 1), 2)
+          : loop_passes(u(g.n), loop_passes(u(g.oh), loop_passes(u(g.ow)), 1), 2);
+  const std::uint64_t body = serial ? serial_passes : loop_passes(ceil_div(push.span, kGroupSize)) + loop_passes(8);
+  launch.loop_passes = loop_passes(grid_iterations(launch.items, kGroupSize), body, serial ? 3 : 2) + 16;
   append_pod(launch.push, push);
+  if (parts > 1) {
+    launch.bindings.back() = kScratch;
+    launch.scratch_bytes = 4 * static_cast<std::uint64_t>(rows) * parts;
+    launch.label = std::string(op_name(node.op)) + " (chunks)";
+    launch.then.push_back(ordered_sum_of_partials(node.output, static_cast<std::uint64_t>(rows), parts,
+                                                  std::string(op_name(node.op)) + " (chunk sum)"));
+  }
   return launch;
 }
 
@@ -178,6 +206,16 @@ KernelLaunch plan_pool(const Graph& graph, const Node& node, bool grad) {
   launch.bindings.push_back(node.output);
   launch.group_size = kGroupSize;
   launch.items = static_cast<std::uint64_t>(rows) * (serial ? 1u : kGroupSize);
+  // A window: two nested tap loops (serial), or a loop of taps / 256 and the tree (workgroup);
+  // the gradient re-finds it for each covering window. Not split: only windows above 53x53 at
+  // stride 1 for the gradient (or above 16 million taps for the forward) reach llvmpipe's limit,
+  // and check_loop_limit refuses those by name.
+  const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(std::max<std::int64_t>(v, 0)); };
+  const std::uint64_t window = serial ? loop_passes(u(std::min(k, x[2])), loop_passes(u(std::min(k, x[3]))), 1)
+                                      : loop_passes(ceil_div(u(taps), kGroupSize)) + loop_passes(8);
+  const std::uint64_t per_row =
+      grad ? loop_passes(u(std::min(per_axis, oh)), loop_passes(u(std::min(per_axis, ow)), window, 2), 3) : window;
+  launch.loop_passes = loop_passes(grid_iterations(launch.items, kGroupSize), per_row, grad ? 4 : 2) + 16;
   append_pod(launch.push, push);
   return launch;
 }

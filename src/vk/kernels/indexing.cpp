@@ -58,6 +58,7 @@ KernelLaunch plan_one_hot(const Graph& graph, const Node& node) {
   launch.shader = "one_hot";
   launch.bindings = {node.inputs[0], node.output};
   launch.items = static_cast<std::uint64_t>(graph.type(node.output).size());  // >= count: depth >= 1
+  launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
   launch.index_check = IndexCheck{node.inputs[0], depth, "index"};
   append_pod(launch.push, push);
   return launch;
@@ -82,6 +83,7 @@ KernelLaunch plan_embedding(const Graph& graph, const Node& node) {
   launch.shader = "embedding";
   launch.bindings = {node.inputs[0], node.inputs[1], node.output};
   launch.items = static_cast<std::uint64_t>(std::max(count, graph.type(node.output).size()));
+  launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
   launch.index_check = IndexCheck{node.inputs[1], table[0], "index"};
   append_pod(launch.push, push);
   return launch;
@@ -111,6 +113,7 @@ KernelLaunch plan_take_along_axis(const Graph& graph, const Node& node) {
   launch.shader = "take_along_axis";
   launch.bindings = {node.inputs[0], node.inputs[1], node.output};
   launch.items = static_cast<std::uint64_t>(count);  // the output has the indices' shape
+  launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
   launch.index_check = IndexCheck{node.inputs[1], x_extent, "index"};
   append_pod(launch.push, push);
   return launch;
@@ -123,8 +126,9 @@ struct ScatterAddPush {
   std::uint32_t size = 0;
   std::uint32_t updates = 0;
   std::uint32_t inner = 0;
+  std::uint32_t span = 0;  // mode 2: K per chunk
 };
-static_assert(sizeof(ScatterAddPush) == 24);
+static_assert(sizeof(ScatterAddPush) == 28);
 
 KernelLaunch plan_scatter_add(const Graph& graph, const Node& node) {
   require_32_bit(graph, node);
@@ -135,7 +139,15 @@ KernelLaunch plan_scatter_add(const Graph& graph, const Node& node) {
   const std::int64_t count = num_elements(index_shape);
   const std::int64_t rows = graph.type(node.output).size();
   ScatterAddPush push;
-  push.mode = split.length <= kSerialScatterLength ? 1u : 0u;
+  // Long columns split into chunks across workgroups (mode 2) as reductions do (row_chunks()).
+  const bool serial = split.length <= kSerialScatterLength;
+  const std::uint64_t parts = serial || rows == 0 ? 1 : row_chunks(split.length, rows);
+  if (static_cast<std::uint64_t>(rows) * parts > 0xffffffffull) {
+    throw Error("Vulkan kernel for 'scatter_add' on " + graph.type(node.inputs[0]).to_string() +
+                ": more than 2^32-1 (output, chunk) pairs for the shader's 32-bit indexing");
+  }
+  push.mode = serial ? 1u : parts > 1 ? 2u : 0u;
+  push.span = static_cast<std::uint32_t>(parts > 1 ? kChunkLength : split.length);
   push.count = u32(count);
   push.rows = u32(rows);
   push.size = u32(size);
@@ -144,11 +156,24 @@ KernelLaunch plan_scatter_add(const Graph& graph, const Node& node) {
   KernelLaunch launch;
   launch.shader = "scatter_add";
   launch.bindings = {node.inputs[0], node.inputs[1], node.output};
-  const auto main_items = static_cast<std::uint64_t>(rows) * (push.mode == 1u ? 1u : kGroupSize);
+  const auto main_items = static_cast<std::uint64_t>(rows) * parts * (push.mode == 1u ? 1u : kGroupSize);
   launch.items = std::max(main_items, static_cast<std::uint64_t>(count));
   launch.group_size = kGroupSize;
   launch.index_check = IndexCheck{node.inputs[1], size, "index"};
+  // The index check's grid-stride loop, then the output loop around a column loop (serial: all of
+  // K; workgroups: span / 256 and the tree); the other mode's loops once, masked.
+  const std::uint64_t iterations = grid_iterations(launch.items, kGroupSize);
+  const std::uint64_t column =
+      serial ? loop_passes(split.length) : loop_passes(ceil_div(push.span, kGroupSize)) + loop_passes(8);
+  launch.loop_passes = loop_passes(iterations) + loop_passes(iterations, column, 2) + 8;
   append_pod(launch.push, push);
+  if (parts > 1) {
+    launch.bindings.back() = kScratch;
+    launch.scratch_bytes = 4 * static_cast<std::uint64_t>(rows) * parts;
+    launch.label = "scatter_add (chunks)";
+    launch.then.push_back(
+        ordered_sum_of_partials(node.output, static_cast<std::uint64_t>(rows), parts, "scatter_add (chunk sum)"));
+  }
   return launch;
 }
 
@@ -171,6 +196,9 @@ KernelLaunch plan_softmax_causal(const Graph& graph, const Node& node) {
   launch.shader = "softmax_causal";
   launch.bindings = {node.inputs[0], node.output};
   push.mode = cover_rows(launch, op_name(node.op), length, rows);
+  // Not split: a row is one of T rows of a [..., T, T] matrix, so at most 65536 long for 32-bit
+  // element counts (3 x 256 passes per invocation in mode 0).
+  launch.loop_passes = row_mode_passes(push.mode, length, rows, 3, 2);
   append_pod(launch.push, push);
   return launch;
 }
@@ -194,6 +222,7 @@ KernelLaunch plan_where_causal(const Graph& graph, const Node& node) {
   launch.shader = "where_causal";
   launch.bindings = {node.inputs[0], node.output};
   launch.items = push.count;
+  launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
   append_pod(launch.push, push);
   return launch;
 }

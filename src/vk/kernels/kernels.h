@@ -13,6 +13,7 @@
 
 #include "tensorgrad/ir/graph.h"
 #include "tensorgrad/ir/ops/op_def.h"
+#include "tensorgrad/vk/device.h"
 
 namespace tg::vk {
 
@@ -53,12 +54,103 @@ struct KernelLaunch {
   // Values read by this launch that the node itself does not list as inputs (a fused launch reads
   // its group's inputs): the plan keeps them alive until this node runs.
   std::vector<ValueId> extra_reads;
+  // Worst-case loop passes of one invocation of this dispatch (see check_loop_limit below), set by
+  // the planner from the shapes; 0 only for a launch that records nothing (items == 0).
+  std::uint64_t loop_passes = 0;
+};
+
+// ---- lavapipe's loop limit ----
+// llvmpipe (lavapipe's shader compiler, Mesa 22.3) counts the passes of all loops of one shader
+// invocation together and, after LP_MAX_TGSI_LOOP_ITERATIONS (65535) of them, ends every loop it
+// is in: the invocation finishes with a silently wrong result. It runs a SIMD batch of lanes in
+// lockstep with execution masks, so a loop inside code that a branch skips still makes one pass,
+// and every loop makes one more pass than its iterations (the pass that finds the exit, in which
+// its body runs masked). Each planner therefore declares KernelLaunch::loop_passes as an upper
+// bound in those terms (loop_passes() below; the loops of modes a launch does not take count once
+// each). Planners keep every launch they can far below the limit (kLoopBudget) by splitting long
+// loops across workgroups; check_loop_limit refuses the rest on devices that have the limit.
+// Measured on lavapipe: one workgroup per row summed 8,385,500 ones right and 8,385,900 wrong,
+// 32,757 and 32,758 iterations of a loop whose body held a second loop that a branch skipped (two
+// passes each); with that loop unrolled, 256 x 65520 ones summed right and 256 x 65525 wrong (one
+// pass each; the launch declares 65546 and 65551 passes: the bound is 11-15 passes high there).
+inline constexpr std::uint64_t kLlvmpipeLoopLimit = 65535;
+// What the split kernels aim for per invocation: far below the limit.
+inline constexpr std::uint64_t kLoopBudget = 4096;
+// The executor's cap on one dispatch's workgroups (executor_recording.cpp; Vulkan's minimum
+// maxComputeWorkGroupCount[0]): past it, shaders loop grid-stride.
+inline constexpr std::uint64_t kMaxGroups = 65535;
+
+// A loop of `iterations` iterations whose body costs `body` passes each time, and its exit pass,
+// in which the body runs masked: each of the `nested` loops it holds (at any depth) one pass.
+constexpr std::uint64_t loop_passes(std::uint64_t iterations, std::uint64_t body = 0, std::uint64_t nested = 0) {
+  return iterations * (1 + body) + 1 + nested;
+}
+constexpr std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+// Iterations per invocation (or per workgroup) of a grid-stride loop of a launch of `items`
+// invocations in workgroups of `group_size`: 1 until the launch reaches kMaxGroups workgroups.
+constexpr std::uint64_t grid_iterations(std::uint64_t items, std::uint32_t group_size) {
+  return ceil_div(ceil_div(items, group_size), kMaxGroups);
+}
+// Passes of a grid-stride loop over the launch's items whose body costs `body` passes and holds
+// `nested` loops (e.g. a rank loop for index arithmetic).
+constexpr std::uint64_t grid_stride_passes(std::uint64_t items, std::uint32_t group_size, std::uint64_t body = 0,
+                                           std::uint64_t nested = 0) {
+  return loop_passes(grid_iterations(items, group_size), body, nested);
+}
+// Passes of the simple kernels (elementwise, layout, structure, the index ops, random): at most two
+// grid-stride loops over the launch's items (an index check, the outputs), each around at most one
+// loop of up to 8 iterations (axes, inputs; a switch may compile to a loop).
+constexpr std::uint64_t simple_kernel_passes(std::uint64_t items, std::uint32_t group_size) {
+  return 2 * grid_stride_passes(items, group_size, 2 * loop_passes(8), 2);
+}
+
+// The loop limit of `device`: kLlvmpipeLoopLimit on lavapipe (llvmpipe in its name or driver
+// name), none elsewhere. The one place that decides which devices have it.
+std::optional<std::uint64_t> device_loop_limit(const DeviceInfo& device);
+
+// Throws tg::Error when a dispatch of `launch` (or of one of its `then` launches) may make more
+// loop passes than the device allows, naming the kernel (shader), the op, the node's value, graph
+// and call site, the operand shapes, the declared passes and lavapipe's 65535-iteration loop
+// limit. Called for every node when a Program is built, before anything is allocated.
+void check_loop_limit(const KernelLaunch& launch, const DeviceInfo& device, const Graph& graph, const Node& node);
+
+// Tests only: replaces device_loop_limit()'s answer for every device while it lives (nullopt:
+// no limit anywhere). Not thread-safe; one at a time.
+class ScopedLoopLimitForTesting {
+ public:
+  explicit ScopedLoopLimitForTesting(std::optional<std::uint64_t> limit);
+  ~ScopedLoopLimitForTesting();
+  ScopedLoopLimitForTesting(const ScopedLoopLimitForTesting&) = delete;
+  ScopedLoopLimitForTesting& operator=(const ScopedLoopLimitForTesting&) = delete;
+
+ private:
+  bool had_previous_;
+  std::optional<std::uint64_t> previous_;
 };
 
 // The second dispatch of a split reduction (shaders/matmul_split_sum.comp): `output`[i] = the sum of
 // the node's scratch [parts, n] over the parts in ascending order (split-K matmul partials,
-// sum_to_shape's block partials). Defined in matmul.cpp.
+// sum_to_shape's block partials, conv2d's and scatter_add's chunk sums), 32 partials a loop pass.
+// Defined in matmul.cpp.
 KernelLaunch ordered_sum_of_partials(ValueId output, std::uint64_t n, std::uint64_t parts, std::string label);
+
+// Long rows split across workgroups (reduce, softmax, the losses' sums): a row longer than
+// kChunkLength terms is cut into chunks of kChunkLength, a workgroup each, when the rows are too
+// few to occupy a device (fewer than kSplitBelowRows) or longer than kMaxUnsplitLength (where one
+// workgroup per row would loop kMaxUnsplitLength / 256 times per invocation). Returns the chunks
+// per row; 1: no split. Defined in reduce.cpp.
+inline constexpr std::int64_t kChunkLength = 8192;
+inline constexpr std::int64_t kSplitBelowRows = 256;
+inline constexpr std::int64_t kMaxUnsplitLength = 65536;
+std::uint64_t row_chunks(std::int64_t length, std::int64_t rows);
+
+// Appends to `launch.then` the split sum (mean: divided by `count`) of `count` f32 values at the
+// start of the node's scratch into the one-element `output` (shaders/reduce_split.comp: chunk
+// partials after the values, then their combine). Returns the scratch bytes the values and the
+// partials need. For a scratch vector too long for one workgroup's loops (the losses' sums).
+// Defined in reduce.cpp.
+std::uint64_t append_scratch_sum(KernelLaunch& launch, ValueId output, std::uint64_t count, bool mean,
+                                 const std::string& op);
 
 // A matmul operand as a launch reads it: `value` holds the operand itself, or (transposed) the
 // operand with its last two axes swapped: [..., K, M] for the lhs, [..., N, K] for the rhs.
@@ -88,6 +180,12 @@ std::vector<const KernelLaunch*> launch_steps(const KernelLaunch& launch);
 // rest a workgroup each (0). Sets launch.items for `rows` rows (workgroups of 256) and labels a
 // segmented launch "<op> (row segments)"; returns the mode. Defined in reduce.cpp.
 std::uint32_t cover_rows(KernelLaunch& launch, std::string_view op, std::int64_t length, std::int64_t rows);
+
+// Loop passes of one invocation of the row modes above over `rows` rows of `length` terms, with
+// `loops` loops over a row's terms (reduce 1, softmax 3) and `trees` shared-memory trees per row
+// (reduce 1, softmax 2), and the loops of the modes not taken. Defined in reduce.cpp.
+std::uint64_t row_mode_passes(std::uint32_t mode, std::int64_t length, std::int64_t rows, std::uint64_t loops,
+                              std::uint64_t trees);
 
 // The storage buffers a launch's dispatch binds: its own, and the status word of an index check.
 inline std::size_t binding_count(const KernelLaunch& launch) {

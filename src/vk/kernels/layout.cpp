@@ -74,6 +74,7 @@ KernelLaunch gather(const Graph& graph, const Node& node, const std::vector<std:
   launch.bindings = {node.inputs[0], node.output};
   append_pod(launch.push, push);
   launch.items = push.n;
+  launch.loop_passes = grid_stride_passes(launch.items, launch.group_size, loop_passes(kMaxRank), 1);  // axis loop
   return launch;
 }
 
@@ -142,6 +143,39 @@ constexpr std::uint32_t kStagedRows = 16;  // = ROWS in shaders/sum_to_shape.com
 // else 16 (= contiguous_rows() in shaders/sum_to_shape.comp).
 constexpr std::uint32_t kContiguousRowsShort = 32;
 constexpr std::uint32_t kContiguousRowsLong = 16;
+// Preimages of more blocks than this take two dispatches (staged = 4, block partials into scratch,
+// then matmul_split_sum): the one-workgroup form's invocation 0 adds every block partial itself,
+// 257 loop passes per 256 blocks, which past a few thousand blocks nears llvmpipe's loop limit.
+constexpr std::uint64_t kMaxOneDispatchBlocks = 2048;
+
+// Loop passes of one invocation of sum_to_shape.comp (kernels.h): start_of()'s axis loop, and
+// sum_range()'s loop of 4 terms a pass with its tail, for `terms` terms.
+constexpr std::uint64_t kStartPasses = loop_passes(kMaxRank);
+constexpr std::uint64_t range_passes(std::uint64_t terms) { return loop_passes(terms / 4) + loop_passes(3); }
+
+std::uint64_t sum_to_shape_passes(std::uint32_t staged, std::uint64_t len, std::uint64_t n, std::uint64_t items,
+                                  std::uint32_t group_size) {
+  const std::uint64_t iterations = grid_iterations(items, group_size);
+  const std::uint64_t masked = 24;  // the other modes' loops, once each
+  std::uint64_t body = 0;
+  if (staged == 4) {
+    body = kStartPasses + range_passes(static_cast<std::uint64_t>(kSumBlock));
+  } else if (staged == 2) {
+    body = loop_passes(kStagedRows, kStartPasses + range_passes(1), 3) + loop_passes(len);
+  } else if (staged == 3) {
+    body = loop_passes(ceil_div(kContiguousRowsShort * len, group_size)) + range_passes(len);
+  } else if (staged == 1) {
+    body = kStartPasses + range_passes(1) + loop_passes(len);
+  } else if (len <= static_cast<std::uint64_t>(kSumBlock)) {
+    body = kStartPasses + range_passes(len);
+  } else {
+    const std::uint64_t blocks = ceil_div(len, kSumBlock);
+    body = kStartPasses + loop_passes(ceil_div(blocks, group_size),
+                                      range_passes(static_cast<std::uint64_t>(kSumBlock)) + loop_passes(group_size), 3);
+  }
+  (void)n;
+  return loop_passes(iterations, body, 6) + masked;
+}
 
 // Summed axes: the input's leading extra axes and those the target has as 1 (while the input does
 // not). Kept axes: the rest, over the output's row-major coordinates. Both lists collapse without
@@ -200,6 +234,8 @@ KernelLaunch sum_to_shape(const Graph& graph, const Node& node) {
     launch.bindings = {node.inputs[0], blocks == 1 ? node.output : kScratch};
     append_pod(launch.push, rows_push);
     launch.items = static_cast<std::uint64_t>(blocks * chunks) * 256;
+    // The tile loop: staging is unrolled; a column's rows are added 8 a pass, then the tail.
+    launch.loop_passes = grid_stride_passes(launch.items, launch.group_size, loop_passes(32) + loop_passes(7), 2);
     if (blocks == 1) return launch;
     launch.scratch_bytes = 4 * static_cast<std::uint64_t>(blocks * cols);
     launch.then.push_back(ordered_sum_of_partials(node.output, static_cast<std::uint64_t>(cols),
@@ -220,10 +256,21 @@ KernelLaunch sum_to_shape(const Graph& graph, const Node& node) {
   const bool contiguous_rows =
       kept.dims.size() == 1 && kept.strides[0] == len && summed.dims.size() == 1 && summed.strides[0] == 1;
   push.staged = !short_preimage ? 0u : push.n <= kMaxStagedOutputs ? 1u : contiguous_rows ? 3u : 2u;
+  const std::uint64_t blocks = ceil_div(static_cast<std::uint64_t>(len), kSumBlock);
+  if (len > kSumBlock && blocks > kMaxOneDispatchBlocks) push.staged = 4;
   launch.shader = "sum_to_shape";
   launch.bindings = {node.inputs[0], node.output};
   append_pod(launch.push, push);
   launch.group_size = 256;
+  if (push.staged == 4) {
+    launch.bindings.back() = kScratch;
+    launch.label = "sum_to_shape (block partials)";
+    launch.items = std::uint64_t{push.n} * blocks;
+    launch.scratch_bytes = 4 * launch.items;
+    launch.loop_passes = sum_to_shape_passes(4, static_cast<std::uint64_t>(len), push.n, launch.items, 256);
+    launch.then.push_back(ordered_sum_of_partials(node.output, push.n, blocks, "sum_to_shape (block sum)"));
+    return launch;
+  }
   if (push.staged == 2 || push.staged == 3) {
     const std::uint32_t rows = push.staged == 2 ? kStagedRows : len <= 128 ? kContiguousRowsShort : kContiguousRowsLong;
     launch.items = (std::uint64_t{push.n} + rows - 1) / rows * launch.group_size;
@@ -232,6 +279,8 @@ KernelLaunch sum_to_shape(const Graph& graph, const Node& node) {
     const bool group_per_output = len > kSumBlock || push.staged != 0;
     launch.items = group_per_output ? std::uint64_t{push.n} * launch.group_size : push.n;
   }
+  launch.loop_passes =
+      sum_to_shape_passes(push.staged, static_cast<std::uint64_t>(len), push.n, launch.items, launch.group_size);
   return launch;
 }
 
@@ -246,6 +295,7 @@ KernelLaunch arange(const Graph& graph, const Node& node) {
   launch.bindings = {node.output};
   append_pod(launch.push, push);
   launch.items = push.n;
+  launch.loop_passes = grid_stride_passes(launch.items, launch.group_size);
   return launch;
 }
 

@@ -6,8 +6,12 @@
 // then a tree): deterministic, no atomics. Up to 256 rows that workgroup also computes the losses
 // (one dispatch); above, a first dispatch computes them across the grid into the node's scratch
 // and the second adds them in the same order (same bits; a [4096, 65] mean went from one
-// workgroup doing all 4096 rows to 4096 workgroups). The targets are checked through the
-// executor's index check (IndexCheck, "target"), as the interpreter's RuntimeError.
+// workgroup doing all 4096 rows to 4096 workgroups). The one workgroup of the one-dispatch form
+// computes every row, so it is kept for short rows only (kOneDispatchTermSlices), and past
+// kChunkLength row losses the second step is a split sum (append_scratch_sum: chunk partials,
+// then their combine), where one workgroup would loop positions / 256 times per invocation, past
+// llvmpipe's loop limit (kernels.h) for 2^24 rows. The targets are checked through the executor's
+// index check (IndexCheck, "target"), as the interpreter's RuntimeError.
 #include <string>
 
 #include "tensorgrad/ir/error.h"
@@ -25,6 +29,11 @@ enum : std::uint32_t { kNll = 0, kCrossEntropy = 1 };
 enum : std::uint32_t { kSerial = 0, kGroup = 1, kPartials = 2 };
 // Above this many rows a sum or mean computes the row losses across the grid first.
 constexpr std::int64_t kOneDispatchRows = 256;
+// ...and when its one workgroup's loops over all the rows' classes stay short: rows x
+// ceil(classes / 256) at most this (group-mode rows of 256 classes cost one pass each).
+constexpr std::uint64_t kOneDispatchTermSlices = 1024;
+// Passes of the loops of losses.comp's branches a launch does not take (each runs once, masked).
+constexpr std::uint64_t kMaskedPasses = 16;
 enum : std::uint32_t { kNone = 0, kMean = 1, kSum = 2 };
 
 struct LossPush {
@@ -67,11 +76,24 @@ KernelLaunch plan_loss(const Graph& graph, const Node& node, std::uint32_t op) {
   const auto rows = static_cast<std::uint64_t>(positions);
   const std::uint64_t row_items = push.mode == kSerial ? rows : rows * kGroupSize;
   launch.index_check = IndexCheck{node.inputs[1], classes, "target"};
+  // Loop passes of one row's loss: serial cross-entropy loops twice over the classes (nll_loss's
+  // loops run once, masked); a workgroup row loops twice over the classes past the first 256.
+  const auto slices = ceil_div(static_cast<std::uint64_t>(classes), kGroupSize);
+  const std::uint64_t row_passes = push.mode == kGroup   ? 2 * loop_passes(slices - 1)
+                                   : op == kCrossEntropy ? 2 * loop_passes(static_cast<std::uint64_t>(classes))
+                                                         : 2;
+  const std::uint64_t row_loop = loop_passes(grid_iterations(row_items, kGroupSize), row_passes, 2) + kMaskedPasses;
+  const bool one_dispatch =
+      positions <= kOneDispatchRows && (push.mode == kSerial || rows * slices <= kOneDispatchTermSlices);
   if (push.reduction == kNone) {
     launch.items = row_items;
-  } else if (positions <= kOneDispatchRows) {
+    launch.loop_passes = row_loop;
+  } else if (one_dispatch) {
     // One workgroup, even for no rows: the scalar output (0 or NaN) must still be written.
     launch.items = kGroupSize;
+    launch.loop_passes = (push.mode == kSerial ? loop_passes(ceil_div(rows, kGroupSize), row_passes, 2)
+                                               : loop_passes(rows, row_passes, 2)) +
+                         kMaskedPasses;
   } else {
     LossPush rows_push = push;
     rows_push.reduction = kNone;
@@ -79,7 +101,14 @@ KernelLaunch plan_loss(const Graph& graph, const Node& node, std::uint32_t op) {
     launch.bindings.back() = kScratch;
     launch.scratch_bytes = 4 * rows;
     launch.items = row_items;
+    launch.loop_passes = row_loop;
     launch.label = std::string(op_name(node.op)) + " (rows)";
+    if (row_chunks(positions, 1) > 1) {
+      launch.scratch_bytes =
+          append_scratch_sum(launch, node.output, rows, push.reduction == kMean,
+                             std::string(op_name(node.op)) + (push.reduction == kMean ? " (mean)" : " (sum)"));
+      return launch;
+    }
     KernelLaunch add;  // the same pipeline; binds the node's status word, never writes it
     add.shader = launch.shader;
     add.bindings = {kScratch, node.inputs[1], node.output};
@@ -88,6 +117,7 @@ KernelLaunch plan_loss(const Graph& graph, const Node& node, std::uint32_t op) {
     append_pod(add.push, push);
     add.items = kGroupSize;
     add.group_size = kGroupSize;
+    add.loop_passes = loop_passes(ceil_div(rows, kGroupSize)) + kMaskedPasses;
     add.label = std::string(op_name(node.op)) + " (" + (push.reduction == kMean ? "mean" : "sum") + ")";
     launch.then.push_back(std::move(add));
     return launch;

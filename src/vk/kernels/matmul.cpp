@@ -52,6 +52,12 @@ constexpr std::int64_t kMinSplitWork = 16384;
 // whatever the work. W1's [64, 256] x [256, 64] weight gradients (one tile) took 14.5 us on an
 // H200 unsplit, 6.5-7.3 us in 4 ranges plus 3-4 us for the partial sum.
 constexpr std::uint64_t kFewTiles = 16;
+// The longest K range one invocation loops over (kMaxSliceLoops K slices of either tiling: 16 K
+// per slice for small tiles, 8 for large): past it a 2-D product splits K into ranges of at most
+// this, a multiple of 16, the last one shorter (k_last, specialization constant RAGGED_K),
+// whatever the tile count. An unsplit K of 2^25 looped 2^21 times per invocation, past llvmpipe's
+// 65535 loop passes (kernels.h). Batched products keep one range per batch.
+constexpr std::int64_t kMaxSliceLoops = 2048;
 
 // Must match the FLAG_* constants of shaders/matmul_common.glsl.
 constexpr std::uint32_t kFlagVecA = 1;   // rows of A start on vec4 boundaries
@@ -67,10 +73,13 @@ struct MatmulPush {
   std::uint32_t a_batch_stride = 0;
   std::uint32_t b_batch_stride = 0;
   std::uint32_t flags = 0;
-  std::uint32_t lda = 0;  // A's stored row stride (K, or M when transposed)
-  std::uint32_t ldb = 0;  // B's stored row stride (N, or K when transposed); the shader reads it under B_T only
+  std::uint32_t lda = 0;     // A's stored row stride (K, or M when transposed)
+  std::uint32_t ldb = 0;     // B's stored row stride (N, or K when transposed); the shader reads it under B_T only
+  std::uint32_t k_last = 0;  // the last batch's K range: K, or a shorter last split
 };
-static_assert(sizeof(MatmulPush) == 44);
+static_assert(sizeof(MatmulPush) == 48);
+
+constexpr std::uint64_t kSplitSumUnroll = 32;  // = UNROLL in shaders/matmul_split_sum.comp
 
 struct SplitSumPush {
   std::uint32_t n = 0;
@@ -119,17 +128,27 @@ KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOpe
   const std::int64_t tile = large ? kLargeTile : kSmallTile;
   const std::uint64_t tiles = tile_count(m, n, batches, tile);
   const std::int64_t work_per_invocation = tile * tile / kGroupSize * k;
-  const std::int64_t splits =
-      batches == 1 && tiles < kTargetGroups &&
-              (work_per_invocation >= kMinSplitWork || (tiles <= kFewTiles && k >= 4 * kMinSplitK))
-          ? choose_splits(tiles, k)
-          : 1;
-  const std::int64_t k_range = k / std::max<std::int64_t>(splits, 1);  // K = 0: one range of 0
+  std::int64_t splits = batches == 1 && tiles < kTargetGroups &&
+                                (work_per_invocation >= kMinSplitWork || (tiles <= kFewTiles && k >= 4 * kMinSplitK))
+                            ? choose_splits(tiles, k)
+                            : 1;
+  std::int64_t k_range = k / std::max<std::int64_t>(splits, 1);  // K = 0: one range of 0
+  std::int64_t k_last = k_range;
+  // A K range too long for one invocation's loops: ranges of at most kMaxSliceLoops slices, the
+  // last one shorter. Batched products keep one range (check_loop_limit refuses what is too long).
+  const std::int64_t slice = large ? 8 : 16;
+  if (batches == 1 && k_range > kMaxSliceLoops * slice) {
+    const std::int64_t want = (k + kMaxSliceLoops * slice - 1) / (kMaxSliceLoops * slice);
+    k_range = ((k + want - 1) / want + 15) / 16 * 16;
+    splits = (k + k_range - 1) / k_range;
+    k_last = k - (splits - 1) * k_range;
+  }
 
   MatmulPush push;
   push.m = static_cast<std::uint32_t>(m);
   push.n = static_cast<std::uint32_t>(n);
   push.k = static_cast<std::uint32_t>(splits > 1 ? k_range : k);
+  push.k_last = static_cast<std::uint32_t>(splits > 1 ? k_last : k);
   push.batches = static_cast<std::uint32_t>(splits > 1 ? splits : batches);
   push.tiles_m = static_cast<std::uint32_t>((m + tile - 1) / tile);
   push.tiles_n = static_cast<std::uint32_t>((n + tile - 1) / tile);
@@ -155,18 +174,24 @@ KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOpe
   if (k == 0) launch.bindings = {node.output, node.output, node.output};
   append_pod(launch.push, push);
   // The shaders' specialization constants 0..2: A_T, B_T, VEC_BT (booleans, passed as 32-bit
-  // VkBool32). Only a transposed launch sets them: a plain one keeps the shader's defaults (all
-  // false), i.e. the untransposed kernel, under the pipeline key of a launch without
-  // specialization constants.
-  if (lhs.transposed || rhs.transposed) {
+  // VkBool32), and 3: RAGGED_K, a last K range shorter than the others. Only a transposed or ragged
+  // launch sets them: a plain one keeps the shader's defaults (all false), i.e. the untransposed
+  // kernel with one K per batch, under the pipeline key of a launch without specialization
+  // constants.
+  const bool ragged = splits > 1 && k_last != k_range;
+  if (lhs.transposed || rhs.transposed || ragged) {
     launch.specialization = {lhs.transposed ? 1u : 0u, rhs.transposed ? 1u : 0u, vec_bt ? 1u : 0u};
+    if (ragged) launch.specialization.push_back(1u);
   }
+
   const std::uint64_t groups = tiles * static_cast<std::uint64_t>(splits);
   if (groups > std::numeric_limits<std::uint32_t>::max()) {
     throw Error("Vulkan kernel for 'matmul': " + std::to_string(groups) + " output tiles exceed 32-bit indexing");
   }
   launch.items = groups * kGroupSize;  // 0 when the output is empty: the executor skips the dispatch
   launch.group_size = kGroupSize;
+  // The tile loop around the K slice loop; the staging and multiply-add loops are unrolled.
+  launch.loop_passes = loop_passes(grid_iterations(launch.items, kGroupSize), loop_passes(ceil_div(push.k, slice)), 1);
   if (splits > 1) {
     const std::uint64_t outputs = static_cast<std::uint64_t>(m * n);
     launch.scratch_bytes = 4 * outputs * static_cast<std::uint64_t>(splits);
@@ -199,6 +224,10 @@ KernelLaunch ordered_sum_of_partials(ValueId output, std::uint64_t n, std::uint6
   const SplitSumPush push{static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(parts), n % 4 == 0 ? 1u : 0u};
   append_pod(sum.push, push);
   sum.items = n % 4 == 0 ? n / 4 : n;
+  // Per output: the partials kSplitSumUnroll a pass, then the tail; the other variant's loops once.
+  sum.loop_passes = loop_passes(grid_iterations(sum.items, sum.group_size),
+                                loop_passes(parts / kSplitSumUnroll) + loop_passes(kSplitSumUnroll - 1), 2) +
+                    4;
   return sum;
 }
 

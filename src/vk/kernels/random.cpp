@@ -54,6 +54,7 @@ KernelLaunch plan_randn(const Graph& graph, const Node& node) {
   launch.bindings = {node.inputs[0], node.output};
   launch.group_size = kGroupSize;
   launch.items = push.count;
+  launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
   append_pod(launch.push, push);
   return launch;
 }
@@ -76,6 +77,7 @@ KernelLaunch plan_dropout(const Graph& graph, const Node& node) {
   launch.bindings = {node.inputs[0], node.inputs[1], node.output};
   launch.group_size = kGroupSize;
   launch.items = push.count;
+  launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
   append_pod(launch.push, push);
   return launch;
 }

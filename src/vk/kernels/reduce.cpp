@@ -4,7 +4,12 @@
 // and addresses every output element's slice directly, so no permute is ever materialized.
 // Long reductions get one 256-invocation workgroup per output element (strided fp32 partials, then
 // a fixed-shape shared-memory tree), many medium ones 32 invocations each (the same with a 32-lane
-// tree), short ones one invocation per output element.
+// tree), short ones one invocation per output element. Rows longer than kChunkLength, when few or
+// very long (row_chunks()), are split across workgroups by shaders/reduce_split.comp: chunk
+// partials into the node's scratch, then a combine in a fixed order. One workgroup per row of
+// 2^23 terms looped 32768 times per invocation, past llvmpipe's loop limit (kernels.h), and left
+// a GPU with one busy workgroup.
+#include <algorithm>
 #include <string>
 
 #include "tensorgrad/ir/error.h"
@@ -24,6 +29,7 @@ constexpr std::int64_t kSegmentLength = 1024;
 constexpr std::int64_t kSegmentRows = 128;
 constexpr std::uint64_t kSegmentsPerGroup = 8;  // = WG / SEG in the shaders
 
+// Both shaders' push constants; reduce.comp leaves span and base unused.
 struct ReducePush {
   std::uint32_t op = 0;
   std::uint32_t mode = 0;
@@ -31,7 +37,8 @@ struct ReducePush {
   std::uint32_t count = 0;
   std::uint32_t kept_rank = 0;
   std::uint32_t red_rank = 0;
-  std::uint32_t pad[2] = {};
+  std::uint32_t span = 0;  // reduce_split: chunk terms (mode 0) or the rows' length (combines)
+  std::uint32_t base = 0;  // reduce_split: the scratch word where the partials start
   std::uint32_t kept_dims[kMaxRank] = {};
   std::uint32_t kept_strides[kMaxRank] = {};
   std::uint32_t red_dims[kMaxRank] = {};
@@ -40,6 +47,60 @@ struct ReducePush {
 static_assert(sizeof(ReducePush) == 128);
 
 enum ReduceOp : std::uint32_t { sum, mean, max, min, argmax, argmin };
+
+// reduce_split.comp's modes, and the most partials per row its per-invocation combine takes.
+enum SplitMode : std::uint32_t { kChunks = 0, kCombineSerial = 1, kCombineGroup = 2 };
+constexpr std::uint64_t kSerialCombineParts = 32;
+// Passes of the loops a launch of reduce_split.comp does not take (each runs once, masked).
+constexpr std::uint64_t kSplitMaskedPasses = 8;
+// A shared-memory tree over 256 (or 32) lanes: 8 (5) halvings, counted as a loop.
+constexpr std::uint64_t kTreePasses = loop_passes(8);
+
+// The chunk pass of a split reduction: `push` describes the rows (op, rows, count, axes) and is
+// completed here. Reads binding 0, writes the partials at scratch word `base`.
+KernelLaunch chunk_pass(ReducePush push, ValueId input, ValueId output, std::uint64_t parts, std::uint32_t base,
+                        const std::string& op) {
+  push.mode = kChunks;
+  push.span = static_cast<std::uint32_t>(kChunkLength);
+  push.base = base;
+  KernelLaunch launch;
+  launch.shader = "reduce_split";
+  launch.bindings = {input, kScratch, output};
+  launch.writes = 2;
+  launch.group_size = kGroupSize;
+  launch.items = std::uint64_t{push.rows} * parts * kGroupSize;
+  launch.label = op + " (chunks)";
+  launch.loop_passes = loop_passes(grid_iterations(launch.items, kGroupSize),
+                                   loop_passes(ceil_div(kChunkLength, kGroupSize)) + kTreePasses, 2) +
+                       kSplitMaskedPasses;
+  append_pod(launch.push, push);
+  return launch;
+}
+
+// The combine of a split reduction's `parts` partials per row (at scratch word `base`) into the
+// output; `length` is the rows' full reduced length (mean's divisor).
+KernelLaunch combine_pass(ReduceOp op, std::uint32_t rows, std::uint64_t parts, std::uint64_t length,
+                          std::uint32_t base, ValueId input, ValueId output, const std::string& name) {
+  ReducePush push;
+  push.op = op;
+  push.rows = rows;
+  push.count = static_cast<std::uint32_t>(parts);
+  push.span = static_cast<std::uint32_t>(length);
+  push.base = base;
+  const bool serial = parts <= kSerialCombineParts;
+  push.mode = serial ? kCombineSerial : kCombineGroup;
+  KernelLaunch launch;
+  launch.shader = "reduce_split";
+  launch.bindings = {input, kScratch, output};
+  launch.writes = 2;
+  launch.group_size = kGroupSize;
+  launch.items = std::uint64_t{rows} * (serial ? 1 : kGroupSize);
+  launch.label = name + " (chunk combine)";
+  const std::uint64_t per_row = serial ? loop_passes(parts) : loop_passes(ceil_div(parts, kGroupSize)) + kTreePasses;
+  launch.loop_passes = loop_passes(grid_iterations(launch.items, kGroupSize), per_row, 2) + kSplitMaskedPasses;
+  append_pod(launch.push, push);
+  return launch;
+}
 
 [[noreturn]] void refuse(const Graph& graph, const Node& node, const std::string& why) {
   throw Error("Vulkan kernel for '" + std::string(op_name(node.op)) + "' on " + graph.type(node.inputs[0]).to_string() +
@@ -94,10 +155,22 @@ KernelLaunch plan_reduce(const Graph& graph, const Node& node, ReduceOp op) {
   push.rows = u32(graph, node, rows);
   push.count = u32(graph, node, count);
 
+  const std::string name(op_name(node.op));
+  const std::uint64_t parts = row_chunks(count, rows);
+  if (parts > 1) {
+    KernelLaunch launch = chunk_pass(push, node.inputs[0], node.output, parts, 0, name);
+    const bool arg = op == argmax || op == argmin;
+    launch.scratch_bytes = 4 * static_cast<std::uint64_t>(rows) * parts * (arg ? 2 : 1);
+    launch.then.push_back(
+        combine_pass(op, push.rows, parts, static_cast<std::uint64_t>(count), 0, node.inputs[0], node.output, name));
+    return launch;
+  }
   KernelLaunch launch;
   launch.shader = "reduce";
   launch.bindings = {node.inputs[0], node.output};
-  push.mode = cover_rows(launch, op_name(node.op), count, rows);
+  push.mode = cover_rows(launch, name, count, rows);
+  // The offset arithmetic is unrolled: one pass per folded term.
+  launch.loop_passes = row_mode_passes(push.mode, count, rows, 1, 1);
   if (graph.type(node.output).size() == 0) launch.items = 0;
   append_pod(launch.push, push);
   return launch;
@@ -126,6 +199,45 @@ std::uint32_t cover_rows(KernelLaunch& launch, std::string_view op, std::int64_t
   }
   launch.items = count * kGroupSize;
   return 0;
+}
+
+std::uint64_t row_mode_passes(std::uint32_t mode, std::int64_t length, std::int64_t rows, std::uint64_t loops,
+                              std::uint64_t trees) {
+  const auto len = static_cast<std::uint64_t>(std::max<std::int64_t>(length, 0));
+  const auto count = static_cast<std::uint64_t>(std::max<std::int64_t>(rows, 0));
+  // The modes not taken: their row loops, term loops and trees run once each, masked.
+  const std::uint64_t masked = 3 * (2 + loops + trees);
+  const std::uint64_t per_row = [&] {
+    if (mode == 1) return loops * loop_passes(len);
+    if (mode == 2) return loops * loop_passes(ceil_div(len, kGroupSize / kSegmentsPerGroup)) + trees * kTreePasses;
+    return loops * loop_passes(ceil_div(len, kGroupSize)) + trees * kTreePasses;
+  }();
+  const std::uint64_t items = mode == 1   ? count
+                              : mode == 2 ? ceil_div(count, kSegmentsPerGroup) * kGroupSize
+                                          : count * kGroupSize;
+  return loop_passes(grid_iterations(items, kGroupSize), per_row, loops + trees) + masked;
+}
+
+std::uint64_t row_chunks(std::int64_t length, std::int64_t rows) {
+  if (length <= kChunkLength || (rows >= kSplitBelowRows && length <= kMaxUnsplitLength)) return 1;
+  return ceil_div(static_cast<std::uint64_t>(length), static_cast<std::uint64_t>(kChunkLength));
+}
+
+std::uint64_t append_scratch_sum(KernelLaunch& launch, ValueId output, std::uint64_t count, bool mean,
+                                 const std::string& op) {
+  ReducePush push;
+  push.op = mean ? ReduceOp::mean : ReduceOp::sum;
+  push.rows = 1;
+  push.count = static_cast<std::uint32_t>(count);
+  push.red_rank = 1;
+  push.red_dims[0] = push.count;
+  push.red_strides[0] = 1;
+  const std::uint64_t parts = ceil_div(count, static_cast<std::uint64_t>(kChunkLength));
+  const auto base = static_cast<std::uint32_t>(count);
+  launch.then.push_back(chunk_pass(push, kScratch, output, parts, base, op));
+  launch.then.push_back(
+      combine_pass(mean ? ReduceOp::mean : ReduceOp::sum, 1, parts, count, base, kScratch, output, op));
+  return 4 * (count + parts);
 }
 
 void register_reduce_kernels(KernelPlanTable& table) {

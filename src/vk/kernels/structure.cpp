@@ -51,6 +51,7 @@ KernelLaunch narrow(const Graph& graph, const Node& node) {
   launch.bindings = {node.inputs[0], node.output};
   append_pod(launch.push, push);
   launch.items = push.n;
+  launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
   return launch;
 }
 
@@ -87,6 +88,7 @@ KernelLaunch segments(const Graph& graph, const Node& node, std::int64_t axis, s
   launch.bindings.push_back(node.output);
   append_pod(launch.push, push);
   launch.items = push.n;
+  launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
   return launch;
 }
 
