@@ -10,7 +10,12 @@
 #      fits (tg_w6_capacity, pytorch_train.py --w6-capacity), compare.py's time table and
 #      w6_report.py's memory and capacity tables (w6.md). Bounded by TG_W6_SECONDS (default 470):
 #      each command gets a share of what is left, the capacity searches their budget.
-# Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir> [all|train|w6]
+#   6. (`large`) sizes only a large GPU holds: the vk tests with TG_VK_LARGE=1 (values past 2 GiB in
+#      plans past 4 GiB, long reductions, K = 2^24), W2 at full size against the f64 oracle, and
+#      tg_vk_stream_probe's descriptor-bound against buffer-device-address streaming adds, at 2^26
+#      elements and at 9 GiB per tensor (where only addresses can bind).
+#   7. (`vk`) the workloads (1.) and the vk tests (2.) only.
+# Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir> [all|train|w6|large|vk]
 # The build dir must hold tests/tg_vk_tests and bench/tg_vk_{workloads,ops}_bench (Release), and
 # bench/libbenchmark.so.1debian when the machine lacks Google Benchmark; for `w6`,
 # bench/tg_train_bench and bench/tg_w6_capacity (and the libbenchmark copy).
@@ -68,6 +73,19 @@ if [ "$what" = w6 ]; then
   exit 0
 fi
 
+if [ "$what" = large ]; then
+  echo "== vk tests at large sizes"
+  TG_VK_LARGE=1 TG_VK_VALIDATION=1 timeout 300 "$build/tests/tg_vk_tests" \
+    --gtest_filter='*Large*:VkTest.W2AtFull*:VkTest.APlanAbove*:VkTest.ManyBlocks*' >"$out/vk_large.txt" 2>&1
+  echo "tg_vk_tests (large) exit $?" | tee -a "$out/vk_large.txt"
+  grep -E "^plan:|^W2 step|^loss|OK \]|FAILED|SKIPPED|PASSED" "$out/vk_large.txt"
+  echo "== descriptors against buffer device addresses"
+  P="$build/bench/tg_vk_stream_probe"
+  timeout 120 "$P" --mode stream --only bda_ --out "$out/bda_2e26.csv" | tail -25
+  timeout 120 "$P" --mode stream --n 2415919104 --only bda_addr --out "$out/bda_9gib.csv" | tail -15
+  exit 0
+fi
+
 echo "== workloads"
 "$build/bench/tg_vk_workloads_bench" --benchmark_out="$out/vk_workloads.json" $J
 python3 bench/pytorch_workloads.py --device cuda --out "$out/torch_cuda.json"
@@ -80,6 +98,7 @@ TG_VK_VALIDATION=1 timeout 300 "$build/tests/tg_vk_tests" --gtest_brief=1 >"$out
 echo "tg_vk_tests exit $?" | tee -a "$out/vk_tests.txt"
 tail -5 "$out/vk_tests.txt"
 
+[ "$what" = vk ] && exit 0
 echo "== every op on Vulkan"
 TG_BENCH_ITERATIONS=${TG_BENCH_ITERATIONS:-3} timeout 200 "$build/bench/tg_vk_ops_bench" --benchmark_out="$out/vk_ops.json" $J >"$out/vk_ops.txt" 2>&1
 tail -3 "$out/vk_ops.txt"
