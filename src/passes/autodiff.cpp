@@ -46,6 +46,38 @@ std::vector<bool> depends_on(const Graph& g, const std::vector<ValueId>& wrt) {
   return reached;
 }
 
+// `g` without the nodes from `first` on whose outputs no output needs. A gradient rule returns a
+// cotangent for every input, so differentiating x * c also builds dy * x for a constant c that
+// needs none: left in, that node would run on every step and keep x (an attention matrix, say)
+// alive until the backward reaches it. The forward's nodes (before `first`) all stay, and so do
+// their value ids: the gradient graph computes what the forward did, errors included.
+Graph without_dead_nodes(const Graph& g, std::size_t first) {
+  const auto& nodes = g.nodes();
+  std::vector<bool> needed(g.values().size(), false);
+  for (const GraphOutput& out : g.outputs()) needed[static_cast<std::size_t>(out.value)] = true;
+  for (std::size_t n = nodes.size(); n-- > 0;) {
+    if (n >= first && !needed[static_cast<std::size_t>(nodes[n].output)]) continue;
+    for (ValueId in : nodes[n].inputs) needed[static_cast<std::size_t>(in)] = true;
+  }
+  Graph out(g.name());
+  std::vector<ValueId> renamed(g.values().size(), -1);
+  for (std::size_t v = 0; v < g.values().size(); ++v) {
+    const auto id = static_cast<ValueId>(v);
+    if (const GraphInput* in = g.input_of_value(id)) {
+      renamed[v] = out.add_input(in->name, in->kind, g.type(id));
+      continue;
+    }
+    const NodeId producer = g.value(id).producer;
+    if (static_cast<std::size_t>(producer) >= first && !needed[v]) continue;
+    const Node& node = g.node(producer);
+    std::vector<ValueId> inputs;
+    for (ValueId in : node.inputs) inputs.push_back(renamed[static_cast<std::size_t>(in)]);
+    renamed[v] = out.add_node(node.op, std::move(inputs), node.attrs, g.type(id), node.loc);
+  }
+  for (const GraphOutput& o : g.outputs()) out.add_output(o.name, renamed[static_cast<std::size_t>(o.value)]);
+  return out;
+}
+
 }  // namespace
 
 Graph differentiate(const Graph& forward, const GradOptions& options) {
@@ -108,7 +140,7 @@ Graph differentiate(const Graph& forward, const GradOptions& options) {
     const auto& g = cotangent[static_cast<std::size_t>(v)];
     builder.output(options.grad_prefix + in->name, g ? *g : zeros(forward.type(v).shape, DType::f32));
   }
-  return builder.take();
+  return without_dead_nodes(builder.take(), forward.nodes().size());
 }
 
 }  // namespace tg

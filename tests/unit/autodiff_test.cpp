@@ -38,6 +38,36 @@ TEST(Autodiff, BroadcastingIsReversedWithSumToShape) {
   EXPECT_DOUBLE_EQ(out.at("grad.scale").values[0], 21 + 3);
 }
 
+// A grad rule returns a cotangent for every input; those of inputs no param reaches (a constant
+// scale, a data input) are dropped with the nodes that made them, so they neither run nor keep the
+// forward's values alive. The forward's nodes and value ids stay as they were.
+TEST(Autodiff, CotangentsNoParamNeedsLeaveNoNodes) {
+  GraphBuilder b("scaled");
+  TracingScope scope(b);
+  Tensor x = b.input("x", {DType::f32, {4}});
+  Tensor w = b.param("w", {DType::f32, {4}});
+  const Tensor scores = exp(w) * x;                // d/dx needs exp(w): nobody asks for it
+  b.output("loss", sum(scores * full({4}, 0.5)));  // d/d(0.5) needs scores: nobody asks for it
+  const Graph forward = b.take();
+  const Graph g = differentiate(forward);
+  for (std::size_t n = 0; n < forward.nodes().size(); ++n) EXPECT_EQ(g.nodes()[n], forward.nodes()[n]);
+  std::size_t readers_of_scores = 0;
+  std::vector<bool> read(g.values().size(), false);
+  for (const GraphOutput& o : g.outputs()) read[static_cast<std::size_t>(o.value)] = true;
+  for (const Node& node : g.nodes()) {
+    for (ValueId in : node.inputs) {
+      readers_of_scores += in == scores.id();
+      read[static_cast<std::size_t>(in)] = true;
+    }
+  }
+  EXPECT_EQ(readers_of_scores, 1u) << "only the forward's own multiply reads the scores";
+  for (std::size_t n = forward.nodes().size(); n < g.nodes().size(); ++n) {
+    EXPECT_TRUE(read[static_cast<std::size_t>(g.nodes()[n].output)]) << "gradient node " << n << " feeds nothing";
+  }
+  const auto out = run64(g, {{"x", HostTensor::f32({4}, {1, 2, 3, 4})}, {"w", HostTensor::f32({4}, {0, 0, 0, 0})}});
+  EXPECT_EQ(out.at("grad.w").values, (std::vector<double>{0.5, 1, 1.5, 2}));
+}
+
 TEST(Autodiff, StopGradientAndUnusedParamsGetZeros) {
   GraphBuilder b("stopped");
   TracingScope scope(b);
