@@ -17,6 +17,7 @@
 #include "vk/fusion.h"
 #include "vk/kernels/kernels.h"
 #include "vk/plan.h"
+#include "vk/program_plan.h"
 #include "vk/transpose_absorb.h"
 
 namespace tg::vk {
@@ -24,8 +25,6 @@ namespace tg::vk {
 bool has_kernel(OpId op) { return kernel_plan_table()[static_cast<std::size_t>(op)] != nullptr; }
 
 namespace {
-
-constexpr std::uint64_t kMaxConstantBytes = std::uint64_t{64} << 20;
 
 std::uint32_t to_word(double value, DType dtype) {
   return is_float(dtype) ? std::bit_cast<std::uint32_t>(static_cast<float>(value))
@@ -54,26 +53,6 @@ HostTensor read_words(const TensorType& type, const std::byte* src) {
   return t;
 }
 
-// Throws tg::Error naming the first launch that binds more storage buffers than the device allows
-// per dispatch (maxPerStageDescriptorStorageBuffers), or that may loop past the device's
-// per-invocation loop limit (lavapipe's, check_loop_limit), before any Vulkan object is created.
-void refuse_launches_above(const DeviceInfo& device, std::uint32_t max_buffers,
-                           const std::vector<KernelLaunch>& launches, const Graph& graph) {
-  for (std::size_t n = 0; n < launches.size(); ++n) {
-    if (launches[n].items == 0) continue;
-    check_loop_limit(launches[n], device, graph, graph.nodes()[n]);
-    for (const KernelLaunch* step : launch_steps(launches[n])) {
-      const std::size_t bindings = binding_count(*step);
-      if (step->items == 0 || bindings <= max_buffers) continue;
-      const Node& node = graph.nodes()[n];
-      throw Error("Vulkan kernel '" + step->shader + "' for '" + std::string(op_name(node.op)) + "' (value %" +
-                  std::to_string(node.output) + " of graph '" + graph.name() + "', created at " + node.loc.to_string() +
-                  ") binds " + std::to_string(bindings) + " storage buffers; the device allows " +
-                  std::to_string(max_buffers) + " per dispatch (maxPerStageDescriptorStorageBuffers)");
-    }
-  }
-}
-
 }  // namespace
 
 struct Program::Impl {
@@ -95,132 +74,16 @@ struct Program::Impl {
 
   Impl(std::shared_ptr<Context> context, const Graph& g, ProgramOptions opts)
       : ctx(std::move(context)), graph(g), options(std::move(opts)) {
-    // Every node needs a kernel: refuse before touching the device.
-    std::vector<KernelLaunch> launches;
-    launches.reserve(graph.nodes().size());
-    PlanOptions plan_options{options.guard_bytes, {}, {}};
-    for (const Node& node : graph.nodes()) {
-      const KernelPlanFn fn = kernel_plan_table()[static_cast<std::size_t>(node.op)];
-      if (!fn) {
-        throw Error("the Vulkan executor has no kernel for op '" + std::string(op_name(node.op)) + "' (value %" +
-                    std::to_string(node.output) + " of graph '" + graph.name() + "', created at " +
-                    node.loc.to_string() + ")");
-      }
-      launches.push_back(fn(graph, node));
-      if (launches.back().index_check) plan_options.keep_alive.push_back(launches.back().index_check->input);
-    }
-    // The fused kernel binds kFusedStorageBuffers buffers: a device that allows fewer per dispatch
-    // runs the per-op kernels (same bits).
-    const std::uint32_t max_buffers = ctx->info().max_per_stage_storage_buffers;
-    if (options.fuse_elementwise && max_buffers >= kFusedStorageBuffers) {
-      launches = fuse_elementwise(graph, std::move(launches));
-    }
-    refuse_launches_above(ctx->info(), max_buffers, launches, graph);
-    // After fusion, which leaves matmul and layout launches alone; the rebound matmuls name the
-    // values they now read in extra_reads (below), so the plan keeps those alive until them.
-    std::vector<std::pair<ValueId, ValueId>> dropped_transposes;
-    if (options.absorb_transposes) {
-      dropped_transposes = absorb_transposes(graph, launches).dropped;
-      stats.absorbed_transposes = dropped_transposes.size();
-    }
-    plan_options.scratch_bytes.resize(launches.size(), 0);
-    for (std::size_t n = 0; n < launches.size(); ++n) {
-      plan_options.scratch_bytes[n] = launches[n].scratch_bytes;
-      for (ValueId v : launches[n].extra_reads) plan_options.extra_reads.emplace_back(v, static_cast<NodeId>(n));
-    }
-
-    resident.assign(graph.inputs().size(), false);
-    for (std::size_t i = 0; i < graph.inputs().size(); ++i) {
-      resident[i] = options.resident_params && graph.inputs()[i].kind != InputKind::data;
-    }
-    std::vector<std::pair<ValueId, ValueId>> copies;
-    std::set<std::string> targets;
-    for (const Writeback& w : options.writebacks) {
-      const auto out = graph.find_output(w.output);
-      const auto in = graph.find_input(w.input);
-      const std::string what = "writeback '" + w.output + "' -> '" + w.input + "' of graph '" + graph.name() + "': ";
-      if (!out) throw Error(what + "no output named '" + w.output + "'");
-      if (!in) throw Error(what + "no input named '" + w.input + "'");
-      if (!is_resident(w.input))
-        throw Error(what + "the input is not resident (a param or state with resident_params)");
-      if (!(graph.type(*out) == graph.type(*in))) {
-        throw Error(what + "the output is " + graph.type(*out).to_string() + " but the input is " +
-                    graph.type(*in).to_string());
-      }
-      if (!targets.insert(w.input).second) throw Error(what + "the input is the target of another writeback");
-      copies.emplace_back(*out, *in);
-      writeback_sources.insert(*out);
-      plan_options.whole_program.push_back(*out);
-    }
-
-    unread_outputs = writeback_sources;
-    for (const std::string& name : options.device_outputs) {
-      const std::string what = "device output '" + name + "' of graph '" + graph.name() + "': ";
-      const auto out = graph.find_output(name);
-      if (!out) throw Error(what + "no output has that name");
-      if (writeback_sources.contains(*out)) throw Error(what + "it is a writeback source (on the device already)");
-      if (!device_outputs.emplace(name, *out).second) throw Error(what + "named twice");
-      unread_outputs.insert(*out);
-    }
-
-    // Nodes without inputs (full, zeros, ones, arange) give the same values on every run: computed
-    // once when the program is built, kept for its whole life instead of recomputed per run (a
-    // training step's graph has dozens of them), up to kMaxConstantBytes in all.
-    constants.assign(launches.size(), false);
-    std::uint64_t constant_bytes = 0;
-    for (std::size_t n = 0; n < launches.size(); ++n) {
-      const Node& node = graph.nodes()[n];
-      const std::uint64_t bytes = 4 * static_cast<std::uint64_t>(graph.type(node.output).size());
-      if (!node.inputs.empty() || launches[n].items == 0 || writeback_sources.contains(node.output) ||
-          constant_bytes + bytes > kMaxConstantBytes) {
-        continue;
-      }
-      constants[n] = true;
-      constant_bytes += bytes;
-      ++stats.constants;
-      plan_options.whole_program.push_back(node.output);
-    }
-    // A reshape moves no data: its output shares its input's range (no dispatch) when neither is a
-    // graph input or output, whose ranges the recordings handle themselves (uploads, readbacks,
-    // writeback swaps).
-    const auto boundary = [&](ValueId v) {
-      return graph.input_of_value(v) != nullptr || std::any_of(graph.outputs().begin(), graph.outputs().end(),
-                                                               [&](const GraphOutput& o) { return o.value == v; });
-    };
-    for (std::size_t n = 0; n < launches.size(); ++n) {
-      const Node& node = graph.nodes()[n];
-      if (node.op != OpId::Reshape || launches[n].items == 0) continue;
-      if (boundary(node.inputs[0]) || boundary(node.output)) continue;
-      launches[n].items = 0;
-      plan_options.aliases.emplace_back(node.output, node.inputs[0]);
-      ++stats.aliases;
-    }
-    // A dropped transpose's output is never written or read: it takes its input's range instead of
-    // a range of its own (the input then lives until the output's last reader, as extra_reads says
-    // anyway). Not for an input that is a graph input or output, whose ranges the recordings handle.
-    for (const auto& [out, in] : dropped_transposes) {
-      if (!boundary(in)) plan_options.aliases.emplace_back(out, in);
-    }
-
-    const DeviceInfo& info = ctx->info();
-    if (options.timestamps && !info.timestamps_supported) {
-      throw Error("Vulkan program '" + graph.name() + "': timestamps requested, but " + info.summary() +
-                  " has no timestamp queries on its compute queue");
-    }
-    PlanLimits limits;
-    limits.alignment = info.min_storage_buffer_offset_alignment;
-    limits.max_storage_buffer_range = info.max_storage_buffer_range;
-    limits.max_memory_allocation_size = info.max_memory_allocation_size;
-    limits.block_bytes = options.max_block_bytes;
-    limits.heap_bytes = info.device_heap_bytes > 0 ? info.device_heap_bytes : ~0ull;
-    limits.heap = "memory heap " + std::to_string(info.device_heap_index);
-    limits.device = info.summary();
-    plan = plan_buffers(graph, limits, plan_options);
-    stats.device_bytes = plan.total_bytes;
-    stats.unshared_bytes = plan.naive_bytes;
-    stats.block_bytes = plan.blocks;
-
-    RecordingRequest request{graph, plan, launches, resident, copies, unread_outputs, constants, options.timestamps};
+    ProgramPlan planned = plan_program(graph, ctx->info(), options);
+    plan = std::move(planned.plan);
+    stats = planned.stats;
+    resident = std::move(planned.resident);
+    constants = std::move(planned.constants);
+    writeback_sources = std::move(planned.writeback_sources);
+    unread_outputs = std::move(planned.unread_outputs);
+    device_outputs = std::move(planned.device_outputs);
+    RecordingRequest request{graph,          plan,      planned.launches,  resident, planned.writebacks,
+                             unread_outputs, constants, options.timestamps};
     recorded = record_program(ctx, request, stats);
   }
 

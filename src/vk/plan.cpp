@@ -2,6 +2,7 @@
 #include "vk/plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -44,36 +45,121 @@ class FirstFit {
   std::uint64_t end_ = 0;
 };
 
-// First fit over blocks in creation order; a new block only when none has room below the cap.
-class BlockedFirstFit {
- public:
-  BlockedFirstFit(std::uint64_t alignment, std::uint64_t cap) : alignment_(alignment), cap_(cap) {}
+// A range to place: `size` bytes (payload and guard) alive over steps [from, to).
+struct Item {
+  ValueSlot* slot = nullptr;
+  std::uint64_t size = 0;
+  std::int64_t from = 0, to = 0;
+};
 
-  // Every request is at most the cap, so a fresh block always has room.
-  void place(ValueSlot& slot, std::uint64_t size) {
-    for (std::size_t b = 0; b < blocks_.size(); ++b) {
-      if (const auto offset = blocks_[b].allocate(size, cap_)) {
-        slot.block = static_cast<std::uint32_t>(b);
-        slot.offset = *offset;
-        return;
+struct Placement {
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> at;  // per item: block, offset
+  std::vector<std::uint64_t> blocks;                        // bytes of each block
+  std::uint64_t total = 0;
+};
+
+void finish(Placement& p) {
+  for (std::uint64_t& b : p.blocks) b = align_up(std::max<std::uint64_t>(b, 4), 4);
+  if (p.blocks.empty()) p.blocks.push_back(4);  // a graph without values still binds one buffer
+  for (std::uint64_t b : p.blocks) p.total += b;
+}
+
+// Online first fit in step order: at each step the ranges that died are released, then the new
+// ones are placed in the first block with an aligned gap below the cap.
+Placement first_fit_in_order(const std::vector<Item>& items, std::uint64_t alignment, std::uint64_t cap) {
+  std::vector<std::size_t> order(items.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return items[a].from < items[b].from; });
+  std::vector<std::size_t> by_death = order;
+  std::stable_sort(by_death.begin(), by_death.end(),
+                   [&](std::size_t a, std::size_t b) { return items[a].to < items[b].to; });
+  Placement p;
+  p.at.resize(items.size());
+  std::vector<FirstFit> heaps;
+  std::size_t next_death = 0;
+  for (std::size_t i : order) {
+    for (; next_death < by_death.size() && items[by_death[next_death]].to <= items[i].from; ++next_death) {
+      const auto [block, offset] = p.at[by_death[next_death]];
+      heaps[block].release(offset);
+    }
+    bool placed = false;
+    for (std::size_t b = 0; b < heaps.size() && !placed; ++b) {
+      if (const auto offset = heaps[b].allocate(items[i].size, cap)) {
+        p.at[i] = {static_cast<std::uint32_t>(b), *offset};
+        placed = true;
       }
     }
-    blocks_.emplace_back(alignment_);
-    slot.block = static_cast<std::uint32_t>(blocks_.size() - 1);
-    slot.offset = *blocks_.back().allocate(size, cap_);
+    if (!placed) {  // every request is at most the cap, so a fresh block has room
+      heaps.emplace_back(alignment);
+      p.at[i] = {static_cast<std::uint32_t>(heaps.size() - 1), *heaps.back().allocate(items[i].size, cap)};
+    }
   }
-  void release(const ValueSlot& slot) { blocks_[slot.block].release(slot.offset); }
-  std::vector<std::uint64_t> block_bytes() const {
-    std::vector<std::uint64_t> out;
-    for (const FirstFit& b : blocks_) out.push_back(align_up(std::max<std::uint64_t>(b.end(), 4), 4));
-    if (out.empty()) out.push_back(4);  // a graph without values still binds one buffer
-    return out;
-  }
+  for (const FirstFit& h : heaps) p.blocks.push_back(h.end());
+  finish(p);
+  return p;
+}
 
- private:
-  std::uint64_t alignment_, cap_;
-  std::vector<FirstFit> blocks_;
-};
+// Offline greedy by size: the largest ranges first, each at the lowest aligned offset of the first
+// block where it overlaps no placed range alive at the same time. Knowing every lifetime up front,
+// it packs the big activations of a training step tighter than placing in step order does.
+Placement greedy_by_size(const std::vector<Item>& items, std::uint64_t alignment, std::uint64_t cap) {
+  std::vector<std::size_t> order(items.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return items[a].size > items[b].size; });
+  Placement p;
+  p.at.resize(items.size());
+  std::vector<std::vector<std::size_t>> placed;               // per block: items placed there
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> busy;  // [offset, end) of conflicting ranges
+  for (std::size_t i : order) {
+    const Item& item = items[i];
+    bool done = false;
+    for (std::size_t b = 0; b < placed.size() && !done; ++b) {
+      busy.clear();
+      for (std::size_t j : placed[b]) {
+        if (items[j].from < item.to && item.from < items[j].to)
+          busy.emplace_back(p.at[j].second, p.at[j].second + items[j].size);
+      }
+      std::sort(busy.begin(), busy.end());
+      std::uint64_t candidate = 0;
+      for (const auto& [offset, end] : busy) {
+        if (candidate + item.size <= offset) break;
+        candidate = std::max(candidate, align_up(end, alignment));
+      }
+      if (candidate + item.size <= cap) {
+        p.at[i] = {static_cast<std::uint32_t>(b), candidate};
+        placed[b].push_back(i);
+        p.blocks[b] = std::max(p.blocks[b], candidate + item.size);
+        done = true;
+      }
+    }
+    if (!done) {
+      p.at[i] = {static_cast<std::uint32_t>(placed.size()), 0};
+      placed.push_back({i});
+      p.blocks.push_back(item.size);
+    }
+  }
+  finish(p);
+  return p;
+}
+
+// The most bytes alive at one step: no placement needs less.
+std::uint64_t peak_live(const std::vector<Item>& items) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> events;  // (step, +bytes at birth / -bytes at death)
+  for (const Item& item : items) {
+    const auto bytes = static_cast<std::int64_t>(item.size);
+    events.emplace_back(item.from, bytes);
+    events.emplace_back(item.to, -bytes);
+  }
+  std::sort(events.begin(), events.end());  // at one step, deaths (negative) before births
+  std::int64_t live = 0, peak = 0;
+  for (const auto& [step, delta] : events) {
+    live += delta;
+    peak = std::max(peak, live);
+  }
+  return static_cast<std::uint64_t>(peak);
+}
 
 }  // namespace
 
@@ -148,18 +234,6 @@ BufferPlan plan_buffers(const Graph& graph, const PlanLimits& limits, const Plan
     plan.naive_bytes += align_up(slot.bytes + guard, alignment);
   }
 
-  // Values by the step at which they come alive; at step s, values whose last use was before s are
-  // released first, then the step's new values are placed.
-  std::vector<std::vector<ValueId>> born(static_cast<std::size_t>(n_nodes + 1));
-  std::vector<std::vector<ValueId>> dies(static_cast<std::size_t>(n_nodes + 3));
-  for (std::size_t v = 0; v < values.size(); ++v) {
-    if (values[v].producer == kNoNode && !graph.input_of_value(static_cast<ValueId>(v))) continue;
-    if (root[v] != static_cast<ValueId>(v)) continue;  // placed with its root
-    born[static_cast<std::size_t>(plan.live_from[v] + 1)].push_back(static_cast<ValueId>(v));
-    dies[static_cast<std::size_t>(plan.live_to[v] + 2)].push_back(static_cast<ValueId>(v));
-  }
-  // Scratch of node n: placed with node n's output (step n + 1), released at step n + 2 like a value
-  // that only node n reads, so it never overlaps anything node n reads or writes.
   plan.scratch.assign(nodes.size(), ValueSlot{});
   for (std::size_t n = 0; n < options.scratch_bytes.size() && n < nodes.size(); ++n) {
     ValueSlot& slot = plan.scratch[n];
@@ -177,22 +251,36 @@ BufferPlan plan_buffers(const Graph& graph, const PlanLimits& limits, const Plan
   // The block cap: the caller's (or the default), at least the largest request, at most one allocation.
   const std::uint64_t wanted_cap = limits.block_bytes > 0 ? limits.block_bytes : k_default_block_bytes;
   plan.block_cap = std::min(std::max(wanted_cap, largest), max_allocation);
-  BlockedFirstFit heap(alignment, plan.block_cap);
-  const auto place = [&](ValueSlot& slot) {
-    heap.place(slot, slot.bytes + slot.guard_bytes);
-    slot.guard_offset = slot.offset + slot.bytes;
-  };
-  for (std::int64_t step = 0; step <= n_nodes; ++step) {
-    // With guards, nothing is reused: a guard must keep its sentinel until check_guards() reads it.
-    if (guard == 0) {
-      for (ValueId v : dies[static_cast<std::size_t>(step)]) heap.release(plan.slots[static_cast<std::size_t>(v)]);
-      if (step >= 2 && plan.scratch[static_cast<std::size_t>(step - 2)].bytes > 0)
-        heap.release(plan.scratch[static_cast<std::size_t>(step - 2)]);
-    }
-    for (ValueId v : born[static_cast<std::size_t>(step)]) place(plan.slots[static_cast<std::size_t>(v)]);
-    if (step >= 1 && plan.scratch[static_cast<std::size_t>(step - 1)].bytes > 0)
-      place(plan.scratch[static_cast<std::size_t>(step - 1)]);
+  // Every range with its lifetime in steps: a value born at step live_from + 1 (node n's output at
+  // step n + 1) and released at live_to + 2, after its last reader; node n's scratch over step n + 1
+  // only, so it never overlaps anything node n reads or writes. With guards nothing is released: a
+  // guard must keep its sentinel until check_guards() reads it.
+  constexpr std::int64_t kForever = std::numeric_limits<std::int64_t>::max();
+  std::vector<Item> items;
+  for (std::size_t v = 0; v < values.size(); ++v) {
+    if (values[v].producer == kNoNode && !graph.input_of_value(static_cast<ValueId>(v))) continue;
+    if (root[v] != static_cast<ValueId>(v)) continue;  // placed with its root
+    ValueSlot& slot = plan.slots[v];
+    items.push_back(
+        {&slot, slot.bytes + slot.guard_bytes, plan.live_from[v] + 1, guard > 0 ? kForever : plan.live_to[v] + 2});
   }
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    ValueSlot& slot = plan.scratch[n];
+    const auto step = static_cast<std::int64_t>(n) + 1;
+    if (slot.bytes > 0) items.push_back({&slot, slot.bytes + slot.guard_bytes, step, guard > 0 ? kForever : step + 1});
+  }
+  // Both placements, and the smaller (first fit in step order on a tie).
+  const Placement in_order = first_fit_in_order(items, alignment, plan.block_cap);
+  const Placement by_size = greedy_by_size(items, alignment, plan.block_cap);
+  const Placement& chosen = by_size.total < in_order.total ? by_size : in_order;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    items[i].slot->block = chosen.at[i].first;
+    items[i].slot->offset = chosen.at[i].second;
+    items[i].slot->guard_offset = items[i].slot->offset + items[i].slot->bytes;
+  }
+  plan.blocks = chosen.blocks;
+  plan.total_bytes = chosen.total;
+  plan.peak_live_bytes = peak_live(items);
   for (const auto& [alias, source] : options.aliases) {
     const auto a = static_cast<std::size_t>(alias);
     const auto r = static_cast<std::size_t>(find_root(alias));
@@ -200,8 +288,6 @@ BufferPlan plan_buffers(const Graph& graph, const PlanLimits& limits, const Plan
     plan.live_from[a] = plan.live_from[r];
     plan.live_to[a] = plan.live_to[r];
   }
-  plan.blocks = heap.block_bytes();
-  for (std::uint64_t b : plan.blocks) plan.total_bytes += b;
   if (plan.total_bytes > limits.heap_bytes) {
     throw Error("Vulkan buffer plan: graph '" + graph.name() + "' needs " + mib(plan.total_bytes) +
                 " of device memory in " + std::to_string(plan.blocks.size()) + " allocation(s), above the " +

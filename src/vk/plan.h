@@ -69,6 +69,7 @@ struct BufferPlan {
   std::vector<std::uint64_t> blocks;  // bytes of each allocation
   std::uint64_t block_cap = 0;        // the most bytes a block was planned with
   std::uint64_t total_bytes = 0;      // of all blocks
+  std::uint64_t peak_live_bytes = 0;  // the most bytes (guards included) alive at one step
   std::uint64_t naive_bytes = 0;      // what one slot per value would have needed
   std::uint64_t guard_bytes = 0;
   // First and last node index (inclusive) at which each value must hold its data; inputs start at

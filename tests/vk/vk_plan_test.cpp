@@ -4,11 +4,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <iostream>
 #include <string>
 #include <vector>
 
 #include "tensorgrad/tensorgrad.h"
+#include "tensorgrad/vk/executor.h"
 #include "vk/plan.h"
+#include "vk_transformer_step.h"
 
 namespace tg::vk {
 namespace {
@@ -205,6 +209,35 @@ TEST(VkPlan, TheCapBendsToTheLargestValueAndTheHeapBoundsTheTotal) {
     EXPECT_NE(m.find(std::to_string(lowered.blocks.size()) + " allocation"), std::string::npos) << m;
   }
   EXPECT_NO_THROW(plan_buffers(g, {.max_memory_allocation_size = 5000, .heap_bytes = lowered.total_bytes}));
+}
+
+// plan_memory() plans a training step for a device it never touches (here the H200's limits, as
+// its driver reports them): W2's plan stays within 25% of the bytes alive at its peak step, the
+// least any placement could need, and it is the same plan a Program would make.
+TEST(VkPlanMemory, ATrainingStepPlansCloseToItsPeakWithoutADevice) {
+  DeviceInfo h200;
+  h200.name = "H200-like limits";
+  h200.max_storage_buffer_range = 4294967295u;
+  h200.max_memory_allocation_size = 4292870144u;
+  h200.min_storage_buffer_offset_alignment = 16;
+  h200.max_per_stage_storage_buffers = 1048576;
+  h200.device_heap_bytes = 150754820096u;
+  const auto report = [&](const examples::TransformerConfig& config, std::int64_t batch, const char* name) {
+    const Training t = testing::compile_transformer(config, batch);
+    const ProgramStats s = plan_memory(t.graph(), h200);
+    std::cout << name << " at batch " << batch << ": plan " << s.device_bytes << " bytes in " << s.block_bytes.size()
+              << " blocks, peak alive " << s.peak_live_bytes << " ("
+              << static_cast<double>(s.device_bytes) / s.peak_live_bytes << "x), one slot per value "
+              << s.unshared_bytes << "\n";
+    EXPECT_GE(s.device_bytes, s.peak_live_bytes);
+    EXPECT_LE(s.device_bytes, s.unshared_bytes);
+    return s;
+  };
+  const ProgramStats w2 = report({}, 32, "W2");
+  EXPECT_LE(static_cast<double>(w2.device_bytes), 1.25 * static_cast<double>(w2.peak_live_bytes));
+  if (const char* env = std::getenv("TG_PLAN_W6"); env && std::string(env) == "1") {
+    report(examples::kW6Config, 8, "W6");
+  }
 }
 
 }  // namespace

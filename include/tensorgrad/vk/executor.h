@@ -74,7 +74,10 @@ struct ProgramStats {
   std::uint64_t device_bytes = 0;          // the plan's device memory: all blocks together
   std::uint64_t unshared_bytes = 0;        // what one slot per value would have needed
   std::vector<std::uint64_t> block_bytes;  // bytes of each device allocation, in plan order
-  std::size_t staging_buffers = 0;         // host-visible upload and readback buffers
+  // The most bytes alive at once (values and scratch, guards included): no placement can
+  // need less, so device_bytes / peak_live_bytes is what fragmentation and block ends cost.
+  std::uint64_t peak_live_bytes = 0;
+  std::size_t staging_buffers = 0;  // host-visible upload and readback buffers
 };
 
 class Program {
@@ -128,6 +131,14 @@ class Program {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// What a Program of `graph` with `options` would allocate on a device with `info`'s limits, planned
+// without a device (nothing is created): the memory fields of ProgramStats (device_bytes,
+// block_bytes, unshared_bytes, peak_live_bytes) and the counts decided before recording
+// (constants, aliases, absorbed transposes); dispatches, barriers and staging_buffers are 0. Throws
+// what Program's constructor throws before it allocates (a missing kernel, a launch or a plan
+// above the device's limits). For capacity planning: the largest batch whose plan fits a heap.
+ProgramStats plan_memory(const Graph& graph, const DeviceInfo& info, const ProgramOptions& options = {});
 
 // Whether the Vulkan executor has a kernel for `op`.
 bool has_kernel(OpId op);
