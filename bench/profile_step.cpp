@@ -6,10 +6,12 @@
 // then the time per op kind, largest first, and with --dispatches every dispatch in order. Inputs
 // are placeholders of the right types (the params from the init, zeros elsewhere): the kernels'
 // timing does not depend on the values.
-//   tg_profile_step [--dispatches] [W1|W2|W2_small]...     (default: all three)
+//   tg_profile_step [--dispatches] [W1|W2|W2_small|W6]...  (default: W1, W2_small, W2)
+// W6 (GPT-2-small size) at batch TG_W6_BATCH (default 8): a GPU with ~12 GiB free.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -167,12 +169,14 @@ int main(int argc, char** argv) {
                                                        .lr = 5e-3,
                                                        .seed = 1});
       profile(w, t.graph(), t.download_param_tensors(), ctx, list_dispatches);
-    } else if (w == "W2" || w == "W2_small") {
+    } else if (w == "W2" || w == "W2_small" || w == "W6") {
       const bool small = w == "W2_small";
+      const char* w6_batch = std::getenv("TG_W6_BATCH");
       const examples::TransformerConfig config =
-          small ? examples::TransformerConfig{.vocab = 65, .context = 16, .width = 32, .layers = 2, .heads = 4}
-                : examples::TransformerConfig{};
-      const std::int64_t batch = small ? 4 : 32;
+          w == "W6" ? examples::kW6Config
+          : small   ? examples::TransformerConfig{.vocab = 65, .context = 16, .width = 32, .layers = 2, .heads = 4}
+                    : examples::TransformerConfig{};
+      const std::int64_t batch = w == "W6" ? (w6_batch ? std::atoll(w6_batch) : 8) : small ? 4 : 32;
       examples::CharTransformer model(config);
       Training t = compile(
           TrainingSpec<examples::CharTransformer>{.model = model,
@@ -184,7 +188,7 @@ int main(int argc, char** argv) {
                                                   .seed = 1});
       profile(w, t.graph(), t.download_param_tensors(), ctx, list_dispatches);
     } else {
-      std::fprintf(stderr, "unknown workload '%s' (W1, W2, W2_small)\n", w.c_str());
+      std::fprintf(stderr, "unknown workload '%s' (W1, W2, W2_small, W6)\n", w.c_str());
       return 2;
     }
   }
