@@ -19,6 +19,13 @@
 // [blocks, n]; matmul_split_sum.comp then adds each output's block sums in block order: the same
 // additions as one workgroup per output, whose invocation 0 would otherwise loop over every
 // block partial (131072 of them for 2^25 terms, past llvmpipe's loop limit).
+// Mode 5 (many contiguous rows of BLOCK+1 .. LONG_ROW_BLOCKS * BLOCK terms: LayerNorm's row sums
+// over a width of 768): the one-workgroup-per-output form would leave all but ceil(len/BLOCK) of
+// its 256 invocations idle while those few each walk 256 terms of global memory one dependent load
+// after another (650 us for [8, 1024, 768] -> [8, 1024, 1] on an H200). Here a workgroup copies
+// long_rows() rows, one contiguous stretch, with coalesced loads into shared memory, block by
+// block; then one invocation per (row, block) adds its block in order, and one per row adds the
+// row's block partials in block order: the same additions as the general form, so the same bits.
 //
 // No loop here walks the summed axes: the carry is straight-line code and the term loop is
 // unrolled by 4, because lavapipe (llvmpipe) ends every loop of an invocation once 65535 loop
@@ -34,7 +41,8 @@ layout(push_constant) uniform Push {
   uint staged;    // 1: a workgroup loads one preimage of at most BLOCK terms, then sums it;
                   // 2: a workgroup loads ROWS of them, then ROWS invocations sum one each;
                   // 3: contiguous rows, a workgroup loads contiguous_rows() of them;
-                  // 4: block partials of long preimages into scratch
+                  // 4: block partials of long preimages into scratch;
+                  // 5: contiguous rows longer than BLOCK, long_rows() of them a workgroup
   uint len;       // preimage length (product of sum_dims; 0 when a summed axis is empty)
   uint out_dims[MAX_RANK];
   uint start_strides[MAX_RANK];  // input stride per kept axis
@@ -49,13 +57,27 @@ shared float partial[256];
 const uint ROWS = 16u;
 // The staged rows, row r at r * (stride) with an odd stride (len + 1 for even len): the summing
 // invocations, one per row, then read distinct banks at every step. Mode 2 uses ROWS rows of
-// BLOCK + 1; mode 3 up to 32 rows of len + 1 (4128 words = 32 x 129 = 16 x 258).
+// BLOCK + 1; mode 3 up to 32 rows of len + 1 (4128 words = 32 x 129 = 16 x 258); mode 5 up to
+// LONG_ROW_BLOCKS blocks of BLOCK + 1 (4112 words).
 const uint STAGE_WORDS = 4128u;
 shared float stage[STAGE_WORDS];
 
 // Rows per workgroup in mode 3: 32 rows of up to 128 terms, else 16 (= kContiguousRows* in
 // src/vk/kernels/layout.cpp).
 uint contiguous_rows() { return pc.len <= 128u ? 32u : 16u; }
+
+// Mode 5 stages at most this many blocks a workgroup (= kLongRowBlocks in
+// src/vk/kernels/layout.cpp): 16 x 257 words fit `stage`, so rows of up to 4096 terms, and the
+// shader's shared memory stays what modes 2 and 3 already need (17.5 KB with `partial`).
+const uint LONG_ROW_BLOCKS = 16u;
+// Rows per workgroup in mode 5: as many whole rows as LONG_ROW_BLOCKS blocks hold.
+uint long_rows(uint blocks) { return LONG_ROW_BLOCKS / blocks; }
+// Where mode 5 stages term t of the workgroup's row r: block j = r * blocks + t / BLOCK of the
+// workgroup at j * (BLOCK + 1), so the summing invocation j reads bank (j + k) % 32 at step k:
+// distinct banks for distinct invocations (a stride of BLOCK would put them all on one bank).
+uint long_row_slot(uint r, uint t, uint blocks) {
+  return (r * blocks + t / BLOCK) * (BLOCK + 1u) + t % BLOCK;
+}
 
 #define D(k) pc.sum_dims[k]
 #define S(k) pc.sum_strides[k]
@@ -132,6 +154,62 @@ void main() {
         outv[o0 + lid] = total;
       }
       barrier();
+    }
+    return;
+  }
+  if (pc.staged == 5u) {
+    const uint lid = gl_LocalInvocationID.x;
+    const uint blocks = (pc.len + BLOCK - 1u) / BLOCK;
+    const uint rows = long_rows(blocks);
+    for (uint o0 = gl_WorkGroupID.x * rows; o0 < pc.n; o0 += gl_NumWorkGroups.x * rows) {
+      const uint here = min(rows, pc.n - o0);
+      const uint words = here * pc.len;
+      const uint first = o0 * pc.len;
+      // Word e of the stretch is term t of row r. Each step moves e by BLOCK < len, so t wraps
+      // past the row's end at most once a step: no division per word. Four loads are issued
+      // before their stores, so each invocation has four in flight.
+      uint e = lid, r = 0u, t = lid;
+#define NEXT_WORD() e += BLOCK; t += BLOCK; if (t >= pc.len) { t -= pc.len; ++r; }
+      for (; e + 3u * BLOCK < words;) {
+        const float v0 = inv[first + e];
+        const float v1 = inv[first + e + BLOCK];
+        const float v2 = inv[first + e + 2u * BLOCK];
+        const float v3 = inv[first + e + 3u * BLOCK];
+        stage[long_row_slot(r, t, blocks)] = v0; NEXT_WORD()
+        stage[long_row_slot(r, t, blocks)] = v1; NEXT_WORD()
+        stage[long_row_slot(r, t, blocks)] = v2; NEXT_WORD()
+        stage[long_row_slot(r, t, blocks)] = v3; NEXT_WORD()
+      }
+      for (; e < words;) {
+        stage[long_row_slot(r, t, blocks)] = inv[first + e]; NEXT_WORD()
+      }
+#undef NEXT_WORD
+      barrier();
+      // Invocation j adds block j % blocks of row j / blocks, from 0.0 in term order (sum_range's
+      // order: a block of -0.0 gives +0.0 there too).
+      if (lid < here * blocks) {
+        const uint at = lid * (BLOCK + 1u);
+        const uint terms = min(BLOCK, pc.len - (lid % blocks) * BLOCK);
+        float acc = 0.0;
+        uint k = 0u;
+        for (; k + 4u <= terms; k += 4u) {
+          acc += stage[at + k];
+          acc += stage[at + k + 1u];
+          acc += stage[at + k + 2u];
+          acc += stage[at + k + 3u];
+        }
+        for (; k < terms; ++k) acc += stage[at + k];
+        partial[lid] = acc;
+      }
+      barrier();
+      // The block partials in block order, from 0.0, as the general form's invocation 0 adds them.
+      // The next rows' copy may already write `stage` (read only before the barrier above);
+      // `partial` is rewritten only after the next copy's barrier.
+      if (lid < here) {
+        float total = 0.0;
+        for (uint b = 0u; b < blocks; ++b) total += partial[lid * blocks + b];
+        outv[o0 + lid] = total;
+      }
     }
     return;
   }

@@ -54,6 +54,7 @@ TEST_F(VkTest, BoundarySumToShapeModesBitForBit) {
                                                                     {"staged2_1026", {2, 33, 513}, {2, 1, 513}},
                                                                     {"short256", {7, 256}, {7, 1}},
                                                                     {"long257", {7, 257}, {7, 1}},
+                                                                    {"general257", {3, 257, 2}, {3, 1, 2}},
                                                                     {"blocks2048", {524288}, {1}},
                                                                     {"blocks2049", {524289}, {1}}};
   GraphBuilder b("sum_to_shape_boundaries");
@@ -69,6 +70,9 @@ TEST_F(VkTest, BoundarySumToShapeModesBitForBit) {
   EXPECT_EQ(labels.at("sum_to_shape (block sum)"), 3u);   // rows257, rows2049blocks, blocks2049
   EXPECT_EQ(labels.at("sum_to_shape (block partials)"), 1u);
   EXPECT_EQ(labels.at("sum_to_shape (contiguous rows)"), 2u);
+  // long257; general257's strided preimages keep a workgroup each (vk_sum_to_shape_long_rows_test.cpp
+  // crosses mode 5's thresholds).
+  EXPECT_EQ(labels.at("sum_to_shape (contiguous long rows)"), 1u);
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 

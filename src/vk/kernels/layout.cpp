@@ -119,7 +119,7 @@ KernelLaunch broadcast_to(const Graph& graph, const Node& node) {
 struct SumPush {
   std::uint32_t n = 0;
   std::uint32_t out_rank = 0;
-  std::uint32_t staged = 0;  // short preimages: 1 a workgroup each, 2 kStagedRows per workgroup
+  std::uint32_t staged = 0;  // the shader's modes 1-5 (shaders/sum_to_shape.comp); 0: one per output
   std::uint32_t len = 0;
   std::uint32_t out_dims[kMaxRank] = {};
   std::uint32_t start_strides[kMaxRank] = {};
@@ -143,6 +143,11 @@ constexpr std::uint32_t kStagedRows = 16;  // = ROWS in shaders/sum_to_shape.com
 // else 16 (= contiguous_rows() in shaders/sum_to_shape.comp).
 constexpr std::uint32_t kContiguousRowsShort = 32;
 constexpr std::uint32_t kContiguousRowsLong = 16;
+// Contiguous rows longer than kSumBlock (staged = 5): a workgroup stages whole rows of at most
+// this many blocks in all (16 x 257 words, 16 KB: the shared array modes 2 and 3 already declare,
+// so several workgroups still fit an SM), kLongRowBlocks / blocks rows of them; rows of up to
+// 4096 terms (= LONG_ROW_BLOCKS in shaders/sum_to_shape.comp). Longer rows keep a workgroup each.
+constexpr std::uint64_t kLongRowBlocks = 16;
 // Preimages of more blocks than this take two dispatches (staged = 4, block partials into scratch,
 // then matmul_split_sum): the one-workgroup form's invocation 0 adds every block partial itself,
 // 257 loop passes per 256 blocks, which past a few thousand blocks nears llvmpipe's loop limit.
@@ -156,9 +161,17 @@ constexpr std::uint64_t range_passes(std::uint64_t terms) { return loop_passes(t
 std::uint64_t sum_to_shape_passes(std::uint32_t staged, std::uint64_t len, std::uint64_t n, std::uint64_t items,
                                   std::uint32_t group_size) {
   const std::uint64_t iterations = grid_iterations(items, group_size);
-  const std::uint64_t masked = 24;  // the other modes' loops, once each
+  // The other modes' loops, one masked pass each: at most every loop of the shader, 35 (mode 5's 6
+  // among them).
+  const std::uint64_t masked = 35;
   std::uint64_t body = 0;
-  if (staged == 4) {
+  if (staged == 5) {
+    // Staging 4 words a pass and its tail, a block's terms 4 a pass and its tail, the partials.
+    const std::uint64_t blocks = ceil_div(len, kSumBlock);
+    const std::uint64_t words = kLongRowBlocks / blocks * len;
+    body = loop_passes(ceil_div(words, 4 * std::uint64_t{group_size})) + loop_passes(3) +
+           range_passes(static_cast<std::uint64_t>(kSumBlock)) + loop_passes(blocks);
+  } else if (staged == 4) {
     body = kStartPasses + range_passes(static_cast<std::uint64_t>(kSumBlock));
   } else if (staged == 2) {
     body = loop_passes(kStagedRows, kStartPasses + range_passes(1), 3) + loop_passes(len);
@@ -252,12 +265,18 @@ KernelLaunch sum_to_shape(const Graph& graph, const Node& node) {
   // copies its rows, one contiguous stretch, with plain coalesced loads (staged = 3; the general
   // staged = 2 computes every term's address from the 6-axis description: 17 us per LayerNorm row
   // sum on an H200).
+  // Contiguous rows of kSumBlock + 1 .. kLongRowBlocks * kSumBlock terms (staged = 5; LayerNorm
+  // over a width of 768): a workgroup copies whole rows the same way, then one invocation per
+  // 256-term block adds it from shared memory and one per row adds the block partials (the general
+  // form gave each output a workgroup in which ceil(len / 256) invocations walked global memory,
+  // the rest idle: 650 us for [8, 1024, 768] -> [8, 1024, 1] on an H200).
   const bool short_preimage = len >= kMinRowsForm && len <= kSumBlock;
   const bool contiguous_rows =
       kept.dims.size() == 1 && kept.strides[0] == len && summed.dims.size() == 1 && summed.strides[0] == 1;
   push.staged = !short_preimage ? 0u : push.n <= kMaxStagedOutputs ? 1u : contiguous_rows ? 3u : 2u;
   const std::uint64_t blocks = ceil_div(static_cast<std::uint64_t>(len), kSumBlock);
   if (len > kSumBlock && blocks > kMaxOneDispatchBlocks) push.staged = 4;
+  if (len > kSumBlock && blocks <= kLongRowBlocks && contiguous_rows) push.staged = 5;
   launch.shader = "sum_to_shape";
   launch.bindings = {node.inputs[0], node.output};
   append_pod(launch.push, push);
@@ -271,10 +290,14 @@ KernelLaunch sum_to_shape(const Graph& graph, const Node& node) {
     launch.then.push_back(ordered_sum_of_partials(node.output, push.n, blocks, "sum_to_shape (block sum)"));
     return launch;
   }
-  if (push.staged == 2 || push.staged == 3) {
-    const std::uint32_t rows = push.staged == 2 ? kStagedRows : len <= 128 ? kContiguousRowsShort : kContiguousRowsLong;
-    launch.items = (std::uint64_t{push.n} + rows - 1) / rows * launch.group_size;
+  if (push.staged == 2 || push.staged == 3 || push.staged == 5) {
+    const std::uint64_t rows = push.staged == 2   ? kStagedRows
+                               : push.staged == 5 ? kLongRowBlocks / blocks
+                               : len <= 128       ? kContiguousRowsShort
+                                                  : kContiguousRowsLong;
+    launch.items = ceil_div(push.n, rows) * launch.group_size;
     if (push.staged == 3) launch.label = "sum_to_shape (contiguous rows)";
+    if (push.staged == 5) launch.label = "sum_to_shape (contiguous long rows)";
   } else {
     const bool group_per_output = len > kSumBlock || push.staged != 0;
     launch.items = group_per_output ? std::uint64_t{push.n} * launch.group_size : push.n;
