@@ -59,11 +59,13 @@ Graph without_dead_nodes(const Graph& g, std::size_t first) {
     if (n >= first && !needed[static_cast<std::size_t>(nodes[n].output)]) continue;
     for (ValueId in : nodes[n].inputs) needed[static_cast<std::size_t>(in)] = true;
   }
+  std::vector<const GraphInput*> input_of(g.values().size(), nullptr);  // one pass, not a search per value
+  for (const GraphInput& in : g.inputs()) input_of[static_cast<std::size_t>(in.value)] = &in;
   Graph out(g.name());
   std::vector<ValueId> renamed(g.values().size(), -1);
   for (std::size_t v = 0; v < g.values().size(); ++v) {
     const auto id = static_cast<ValueId>(v);
-    if (const GraphInput* in = g.input_of_value(id)) {
+    if (const GraphInput* in = input_of[v]) {
       renamed[v] = out.add_input(in->name, in->kind, g.type(id));
       continue;
     }
