@@ -3,7 +3,7 @@
 // gradients, the graph of the gradients of sum(y * proj)) runs through tg::vk::Program with guard
 // regions, and again with memory reuse (same bits required). The outputs must match PyTorch under
 // the rule golden_test.cpp applies to the f32 interpreter (graph_tolerance times the largest
-// |value| of the f64 run). A case whose graph holds an op without a Vulkan kernel is skipped
+// |value| of the f64 run). A case whose graph holds an op without a Vulkan kernel fails
 // naming the op. Each regression graph of tests/golden/regressions runs too: its outputs against
 // the recorded oracle values, and its autodiff graph against the f64 oracle.
 //
@@ -159,16 +159,15 @@ TEST_P(VkGoldenCase, MatchesPyTorch) {
     FAIL() << what << ": tracing call '" << c.call << "' failed: " << e.what();
   }
   if (const std::string missing = ops_without_kernel(traced.forward); !missing.empty()) {
-    GTEST_SKIP() << "no Vulkan kernel for " << missing;
+    FAIL() << what << ": no Vulkan kernel for " << missing;
   }
   auto ctx = make_context();
   TensorMap inputs;
   for (const auto& in : c.inputs) inputs.emplace(in.name, in.value);
   check_on_vulkan(ctx, what, traced.forward, inputs, {{"y", c.output.value}});
   if (traced.gradient) {
-    // Skipped after the forward check: a forward mismatch above still fails the test.
     if (const std::string missing = ops_without_kernel(*traced.gradient); !missing.empty()) {
-      GTEST_SKIP() << "forward checked; the gradient graph needs " << missing << ", which has no Vulkan kernel";
+      FAIL() << what << ": the gradient graph needs " << missing << ", which has no Vulkan kernel";
     }
     inputs.emplace(kProjInput, c.proj->value);
     TensorMap grads;
@@ -293,14 +292,14 @@ TEST_P(VkRegression, MatchesTheOracle) {
     FAIL() << e.what();
   }
   if (const std::string missing = ops_without_kernel(r.graph); !missing.empty()) {
-    GTEST_SKIP() << "no Vulkan kernel for " << missing;
+    FAIL() << file << ": no Vulkan kernel for " << missing;
   }
   auto ctx = make_context();
   check_on_vulkan(ctx, file + " vs the recorded oracle", r.graph, r.inputs, r.expected);
   TensorMap inputs = r.inputs;
   if (const std::optional<Graph> gradient = regression_gradient(r, inputs)) {
     if (const std::string missing = ops_without_kernel(*gradient); !missing.empty()) {
-      GTEST_SKIP() << "forward checked; the gradient graph needs " << missing << ", which has no Vulkan kernel";
+      FAIL() << file << ": the gradient graph needs " << missing << ", which has no Vulkan kernel";
     }
     const TensorMap oracle = interpret(*gradient, inputs, {.compute = ComputeType::f64}).outputs;
     check_on_vulkan(ctx, file + " autodiff graph vs the f64 oracle", *gradient, inputs, oracle);
