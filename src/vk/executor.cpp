@@ -14,11 +14,9 @@
 #include "vk/commands.h"
 #include "vk/compute.h"
 #include "vk/executor_recording.h"
-#include "vk/fusion.h"
 #include "vk/kernels/kernels.h"
 #include "vk/plan.h"
 #include "vk/program_plan.h"
-#include "vk/transpose_absorb.h"
 
 namespace tg::vk {
 

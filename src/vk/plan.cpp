@@ -58,6 +58,15 @@ struct Placement {
   std::uint64_t total = 0;
 };
 
+// Item indices in a stable order by `less` (ties keep item order, so plans are deterministic).
+template <class Less>
+std::vector<std::size_t> indices_by(const std::vector<Item>& items, Less less) {
+  std::vector<std::size_t> order(items.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return less(items[a], items[b]); });
+  return order;
+}
+
 void finish(Placement& p) {
   for (std::uint64_t& b : p.blocks) b = align_up(std::max<std::uint64_t>(b, 4), 4);
   if (p.blocks.empty()) p.blocks.push_back(4);  // a graph without values still binds one buffer
@@ -67,13 +76,9 @@ void finish(Placement& p) {
 // Online first fit in step order: at each step the ranges that died are released, then the new
 // ones are placed in the first block with an aligned gap below the cap.
 Placement first_fit_in_order(const std::vector<Item>& items, std::uint64_t alignment, std::uint64_t cap) {
-  std::vector<std::size_t> order(items.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return items[a].from < items[b].from; });
-  std::vector<std::size_t> by_death = order;
-  std::stable_sort(by_death.begin(), by_death.end(),
-                   [&](std::size_t a, std::size_t b) { return items[a].to < items[b].to; });
+  const std::vector<std::size_t> order =
+      indices_by(items, [](const Item& a, const Item& b) { return a.from < b.from; });
+  const std::vector<std::size_t> by_death = indices_by(items, [](const Item& a, const Item& b) { return a.to < b.to; });
   Placement p;
   p.at.resize(items.size());
   std::vector<FirstFit> heaps;
@@ -104,10 +109,8 @@ Placement first_fit_in_order(const std::vector<Item>& items, std::uint64_t align
 // block where it overlaps no placed range alive at the same time. Knowing every lifetime up front,
 // it packs the big activations of a training step tighter than placing in step order does.
 Placement greedy_by_size(const std::vector<Item>& items, std::uint64_t alignment, std::uint64_t cap) {
-  std::vector<std::size_t> order(items.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return items[a].size > items[b].size; });
+  const std::vector<std::size_t> order =
+      indices_by(items, [](const Item& a, const Item& b) { return a.size > b.size; });
   Placement p;
   p.at.resize(items.size());
   std::vector<std::vector<std::size_t>> placed;               // per block: items placed there

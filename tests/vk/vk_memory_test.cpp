@@ -136,15 +136,7 @@ TEST_F(VkTest, APlanAboveTheDeviceHeapIsRefusedBeforeAnythingIsAllocated) {
 // Session and Training report the plan: allocations, their total, and the unshared size.
 TEST_F(VkTest, SessionAndTrainingReportTheirMemoryPlan) {
   auto ctx = make_context();
-  examples::CharTransformer model(kSmall);
-  const Training t = compile(TrainingSpec<examples::CharTransformer>{
-      .model = model,
-      .loss = examples::transformer_loss,
-      .inputs = {{"tokens", {{4, kSmall.context}, DType::i32}}, {"targets", {{4, kSmall.context}, DType::i32}}},
-      .optimizer = {.kind = AdamWConfig{}},
-      .backend = Backend::vulkan,
-      .seed = 1,
-      .vk_context = ctx});
+  const Training t = testing::compile_transformer(kSmall, 4, Backend::vulkan, ctx);
   const MemoryPlan plan = t.memory_plan();
   ASSERT_FALSE(plan.allocation_bytes.empty());
   std::uint64_t total = 0;
