@@ -80,8 +80,15 @@ struct Program::Impl {
     writeback_sources = std::move(planned.writeback_sources);
     unread_outputs = std::move(planned.unread_outputs);
     device_outputs = std::move(planned.device_outputs);
-    RecordingRequest request{graph,          plan,      planned.launches,  resident, planned.writebacks,
-                             unread_outputs, constants, options.timestamps};
+    RecordingRequest request{graph,
+                             plan,
+                             planned.launches,
+                             resident,
+                             planned.writebacks,
+                             unread_outputs,
+                             constants,
+                             options.timestamps,
+                             options.max_workgroups};
     recorded = record_program(ctx, request, stats);
   }
 

@@ -3,10 +3,13 @@
 #include "vk/executor_recording.h"
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <tuple>
 
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/vk/error.h"
+#include "vk/shader_table.h"
 
 namespace tg::vk {
 
@@ -60,6 +63,25 @@ std::string pipeline_key(const KernelLaunch& l, std::size_t bindings) {
   std::string key = l.shader + "#" + std::to_string(bindings) + "#" + std::to_string(l.push.size());
   for (std::uint32_t c : l.specialization) key += "," + std::to_string(c);
   return key;
+}
+
+// Per shader: whether a dispatch's workgroups covered its items in one pass or looped grid-stride
+// past the cap. Declared for every embedded shader when the library loads.
+struct GridPaths {
+  std::map<std::string, std::pair<std::unique_ptr<LaunchPath>, std::unique_ptr<LaunchPath>>, std::less<>> by_shader;
+  GridPaths() {
+    for (std::size_t i = 0; i < detail::k_embedded_shader_count; ++i) {
+      const std::string name = detail::k_embedded_shaders[i].name;
+      by_shader[name] = {std::make_unique<LaunchPath>("vulkan", "grid." + name, "one_pass"),
+                         std::make_unique<LaunchPath>("vulkan", "grid." + name, "grid_stride")};
+    }
+  }
+};
+const GridPaths kGridPaths;
+
+const LaunchPath& grid_path(const std::string& shader, bool strided) {
+  const auto& paths = kGridPaths.by_shader.at(shader);
+  return strided ? *paths.second : *paths.first;
 }
 
 }  // namespace
@@ -119,8 +141,13 @@ void record_dispatches(VkCommandBuffer c, RecordedProgram& r, const RecordingReq
       read.insert(read.end(), reads.begin(), reads.end());
       const VkDescriptorSet set = r.pool->allocate(pipeline, bindings);
       const std::uint64_t wanted = (l.items + l.group_size - 1) / l.group_size;
-      const auto groups =
-          static_cast<std::uint32_t>(std::min<std::uint64_t>({wanted, info.max_compute_work_group_count[0], 65535}));
+      const std::uint64_t cap =
+          std::min<std::uint64_t>({info.max_compute_work_group_count[0], kMaxGroups,
+                                   request.max_workgroups == 0 ? kMaxGroups : std::uint64_t{request.max_workgroups}});
+      const auto groups = static_cast<std::uint32_t>(std::min(wanted, cap));
+      // TODO(paths): refuse a launch without a path once every kernel names one.
+      for (const LaunchPath* path : l.paths) path->hit();
+      grid_path(l.shader, wanted > cap).hit();
       const auto query = static_cast<std::uint32_t>(2 * dispatches);
       if (timestamps) vkCmdWriteTimestamp(c, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, r.timestamps->handle(), query);
       record_dispatch(c, pipeline, set, l.push, {groups, 1, 1});

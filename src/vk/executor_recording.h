@@ -90,6 +90,7 @@ struct RecordingRequest {
   // whose values the plan keeps for the whole program).
   const std::vector<bool>& constants;
   bool timestamps = false;
+  std::uint32_t max_workgroups = 0;  // ProgramOptions::max_workgroups
 };
 
 // Allocates what the program needs and records the command buffer. Fills stats' dispatch and

@@ -56,6 +56,11 @@ struct ProgramOptions {
   // least the largest value and at most the device's maxMemoryAllocationSize. Small caps make many
   // blocks (tests use them to run multi-block plans on small graphs).
   std::uint64_t max_block_bytes = 0;
+  // The most workgroups one dispatch may launch. 0: the device's maxComputeWorkGroupCount[0],
+  // capped at 65535 (Vulkan's guaranteed minimum). Past the cap every shader loops grid-stride;
+  // a small cap (tests use 1-3) makes those loops run at small sizes, so they are checked without
+  // tensors of 16 M elements.
+  std::uint32_t max_workgroups = 0;
 };
 
 // One dispatch's device time in the last run (ProgramOptions::timestamps).

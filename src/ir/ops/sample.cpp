@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+
+#include "tensorgrad/ir/launch_paths.h"
 
 namespace tg {
 
@@ -26,10 +29,37 @@ double SampleRng::uniform(double lo, double hi) {
 
 bool SampleRng::coin(double p_true) { return uniform(0.0, 1.0) < p_true; }
 
+std::vector<std::int64_t> boundary_dims(const SizeProfile& profile) {
+  std::set<std::int64_t> dims{1, 2};
+  for (std::int64_t p = 32; p <= 4096; p *= 2) dims.insert({p - 1, p, p + 1});
+  for (const SizeThresholdInfo& t : size_thresholds()) dims.insert({t.value - 1, t.value, t.value + 1});
+  std::vector<std::int64_t> out;
+  for (std::int64_t d : dims)
+    if (d >= 1 && d <= profile.max_elements) out.push_back(d);
+  return out;
+}
+
+std::int64_t SampleRng::dim(std::int64_t max_dim) {
+  std::int64_t d = 0;
+  if (profile_.boundary && coin(profile_.boundary_chance)) {
+    // Read per draw: thresholds are declared while the library loads, and a sample is cheap.
+    const std::vector<std::int64_t> set = boundary_dims(profile_);
+    d = set[static_cast<std::size_t>(uniform_int(0, static_cast<std::int64_t>(set.size()) - 1))];
+    if (static_cast<double>(d) > budget_) d = 0;  // over this sample's budget: draw small instead
+  }
+  if (d == 0) {
+    const auto cap =
+        profile_.boundary ? std::clamp<std::int64_t>(static_cast<std::int64_t>(budget_), 1, max_dim) : max_dim;
+    d = uniform_int(1, cap);
+  }
+  if (profile_.boundary) budget_ /= static_cast<double>(d);
+  return d;
+}
+
 Shape SampleRng::shape(int min_rank, int max_rank, std::int64_t max_dim) {
   const auto rank = uniform_int(min_rank, max_rank);
   Shape s(static_cast<std::size_t>(rank));
-  for (auto& d : s) d = uniform_int(1, max_dim);
+  for (auto& d : s) d = dim(max_dim);
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tensorgrad/ir/graph.h"
+#include "tensorgrad/ir/launch_paths.h"
 #include "tensorgrad/ir/ops/op_def.h"
 #include "tensorgrad/vk/device.h"
 
@@ -57,6 +58,11 @@ struct KernelLaunch {
   // Worst-case loop passes of one invocation of this dispatch (see check_loop_limit below), set by
   // the planner from the shapes; 0 only for a launch that records nothing (items == 0).
   std::uint64_t loop_passes = 0;
+  // The launch paths this dispatch takes (tensorgrad/ir/launch_paths.h): namespace-scope
+  // LaunchPaths of the kernel's files, all hit when the dispatch is recorded. The first is the
+  // launch's own path; a fused launch adds one per op it runs inside the fused window. Every
+  // launch that records a dispatch names at least one (the executor refuses a launch without).
+  std::vector<const LaunchPath*> paths;
 };
 
 // ---- lavapipe's loop limit ----

@@ -11,19 +11,42 @@
 
 namespace tg {
 
+// How large sampled dims get. The default draws every dim in [1, 8] (max_dim of the call).
+// `boundary` also draws dims, with probability boundary_chance each, from the boundary set: 1, 2,
+// the edges around powers of two from 32 to 4096 (31-33, ..., 4095-4097) and value - 1, value,
+// value + 1 of every SizeThreshold the kernels declare (tensorgrad/ir/launch_paths.h). A sample's
+// dims together stay under max_elements: each dim divides a budget, and a boundary dim that would
+// exceed it is drawn small instead.
+struct SizeProfile {
+  bool boundary = false;
+  double boundary_chance = 0.3;
+  std::int64_t max_elements = std::int64_t{1} << 17;
+};
+
+// The boundary set of `profile`'s draws, sorted (every value at most max_elements).
+std::vector<std::int64_t> boundary_dims(const SizeProfile& profile);
+
 // splitmix64: tiny, fast, and the same sequence on every platform.
 class SampleRng {
  public:
-  explicit SampleRng(std::uint64_t seed) : state_(seed) {}
+  explicit SampleRng(std::uint64_t seed, SizeProfile profile = {})
+      : state_(seed), profile_(profile), budget_(static_cast<double>(profile.max_elements)) {}
   std::uint64_t next();
   std::int64_t uniform_int(std::int64_t lo, std::int64_t hi);  // inclusive both ends
   double uniform(double lo, double hi);
   bool coin(double p_true = 0.5);
-  // A shape of rank in [min_rank, max_rank] with dims in [1, max_dim].
+  // A shape of rank in [min_rank, max_rank] with dims from dim(max_dim).
   Shape shape(int min_rank, int max_rank, std::int64_t max_dim = 8);
+  // One dim: in [1, max_dim] by default; under a boundary profile sometimes a boundary size (see
+  // SizeProfile). Every sample draws its dims through here (or shape()), so the profile reaches
+  // every op.
+  std::int64_t dim(std::int64_t max_dim = 8);
+  const SizeProfile& profile() const { return profile_; }
 
  private:
   std::uint64_t state_;
+  SizeProfile profile_;
+  double budget_;  // elements left for further dims of this sample (boundary profile)
 };
 
 struct ValueDomain {
