@@ -83,12 +83,35 @@ std::optional<HostTensor> evaluate_one(OpId op, const OpSample& sample, const st
   return result;
 }
 
+// Whether a step's tensors and work stay within `options` (always true for the default profile,
+// whose samples are capped at 512 elements by the samples themselves).
+bool within_bounds(OpId op, const OpSample& sample, const GenOptions& options, std::int64_t graph_elements) {
+  if (!options.size.boundary) return true;
+  TensorType out;
+  try {
+    out = infer_type(op, sample.attrs, sample.inputs);
+  } catch (const RuleBroken&) {
+    return true;  // evaluate_one reports the sample generator's bug
+  }
+  std::int64_t total = out.size();
+  if (out.size() > options.size.max_elements) return false;
+  for (const TensorType& t : sample.inputs) {
+    if (t.size() > options.size.max_elements) return false;
+    total += t.size();
+  }
+  const OpDef& def = op_def(op);
+  const std::int64_t length = def.reduction_length ? def.reduction_length(sample.attrs, sample.inputs) : 1;
+  if (out.size() * std::max<std::int64_t>(length, 1) > options.max_step_work) return false;
+  return graph_elements + total <= options.max_graph_elements;
+}
+
 class Builder {
  public:
-  explicit Builder(std::string name) : builder_(std::move(name)), scope_(builder_) {}
+  Builder(std::string name, const GenOptions& options)
+      : builder_(std::move(name)), scope_(builder_), options_(options) {}
 
   void apply(std::size_t index, const Step& step, std::span<const OpId> ops) {
-    SampleRng rng(step.seed);
+    SampleRng rng(step.seed, options_.size);
     const OpId op = ops[step.op_pick % ops.size()];
     const OpDef& def = op_def(op);
     if (!def.samples) return;
@@ -111,6 +134,7 @@ class Builder {
                              std::to_string(sample->domains.size()) + " domains for " +
                              std::to_string(sample->inputs.size()) + " inputs");
     }
+    if (!within_bounds(op, *sample, options_, graph_elements_)) return;
 
     const std::size_t n = sample->inputs.size();
     std::vector<std::optional<std::size_t>> reused(n);
@@ -151,6 +175,9 @@ class Builder {
     }
     const SourceLoc loc{"random_graph", static_cast<std::uint32_t>(index + 1), 0};
     Tensor out = builder_.emit(op, operands, sample->attrs, loc);
+    graph_elements_ += out.type().size();
+    for (std::size_t i = 0; i < n; ++i)
+      if (!reused[i]) graph_elements_ += sample->inputs[i].size();
     pool_.push_back(Pooled{out, std::move(*result)});
   }
 
@@ -171,8 +198,10 @@ class Builder {
  private:
   GraphBuilder builder_;
   TracingScope scope_;
+  GenOptions options_;
   std::vector<Pooled> pool_;
   GraphCase case_;
+  std::int64_t graph_elements_ = 0;  // elements of every value emitted so far
 };
 
 }  // namespace
@@ -186,8 +215,14 @@ std::vector<OpId> sampled_ops() {
   return ops;
 }
 
-GraphCase build_graph(const std::vector<Step>& steps, std::span<const OpId> ops) {
-  Builder builder("random");
+GenOptions boundary_options() {
+  GenOptions options;
+  options.size.boundary = true;
+  return options;
+}
+
+GraphCase build_graph(const std::vector<Step>& steps, std::span<const OpId> ops, const GenOptions& options) {
+  Builder builder("random", options);
   for (std::size_t i = 0; i < steps.size(); ++i) builder.apply(i, steps[i], ops);
   return builder.finish();
 }

@@ -31,16 +31,30 @@ struct GraphCase {
   std::set<std::string> frozen;
 };
 
+// How large a generated graph may get. The default profile draws dims 1-8 (samples of at most 512
+// elements). A boundary profile draws dims from the kernels' boundary sets (SizeProfile); each
+// step is then skipped when one of its tensors would exceed size.max_elements, when its work
+// (output elements times the op's reduction length) would exceed max_step_work, or when the graph's
+// values together would exceed max_graph_elements: the bounds that keep a CI run's time.
+struct GenOptions {
+  SizeProfile size;
+  std::int64_t max_graph_elements = std::int64_t{1} << 19;
+  std::int64_t max_step_work = std::int64_t{1} << 24;
+};
+// The boundary profile the property suites draw a share of their graphs with.
+GenOptions boundary_options();
+
 // Every op that has a sample generator.
 std::vector<OpId> sampled_ops();
-GraphCase build_graph(const std::vector<Step>& steps, std::span<const OpId> ops);
+GraphCase build_graph(const std::vector<Step>& steps, std::span<const OpId> ops, const GenOptions& options = {});
 // A graph with one node of `op` on a sample (fresh inputs for every operand).
 GraphCase build_single_op(OpId op, const OpSample& sample, SampleRng& rng);
 // The graph in the text format followed by every input's values, for failure messages.
 std::string describe(const GraphCase& c);
 std::string describe_tensor(const std::string& name, const HostTensor& t);
 
-// Recipes of 1..max_steps steps over `ops`.
+// Recipes of 1..max_steps steps over `ops`. Shrinking removes steps; a removed step's tensors
+// leave the graph with it, so a boundary-sized graph shrinks to the one step that needs its sizes.
 rc::Gen<std::vector<Step>> gen_recipe(std::size_t op_count, int max_steps);
 
 }  // namespace tg::testing

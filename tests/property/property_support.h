@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "support/path_coverage.h"
+
 namespace tg::testing {
 
 inline double property_scale() {
@@ -34,6 +36,7 @@ void check_property(Testable&& testable, int cases) {
   params.maxSuccess = scaled_cases(cases);
   const auto result =
       rc::detail::checkProperty(rc::detail::toProperty(std::forward<Testable>(testable)), metadata, params);
+  write_path_coverage();  // the launch paths this property reached (docs/testing.md, "Launch paths")
   if (result.template is<rc::detail::SuccessResult>()) {
     const auto& success = result.template get<rc::detail::SuccessResult>();
     std::cout << "passed " << success.numSuccess << " cases\n";

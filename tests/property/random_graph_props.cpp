@@ -1,5 +1,8 @@
-// Properties of random graphs built from the whole registry (dims 1-8, up to 12 steps). A failure
-// prints the shrunk graph in the text format with its input values.
+// Properties of random graphs built from the whole registry: dims 1-8 and up to 12 steps, and (the
+// *AtBoundarySizes properties) dims from the kernels' boundary sets, up to 6 steps, under the
+// element bounds of boundary_options(). A failure prints the shrunk graph in the text format with
+// its input values.
+#include <algorithm>
 #include <set>
 
 #include "checks.h"
@@ -11,28 +14,39 @@ namespace tg::testing {
 namespace {
 
 constexpr int kMaxSteps = 12;
+// Boundary-sized graphs cost up to ~10^5 elements a step; fewer steps keep a case near 10-100 ms.
+constexpr int kMaxBoundarySteps = 6;
 
-GraphCase generate(std::span<const OpId> ops) {
-  const auto steps = *gen_recipe(ops.size(), kMaxSteps);
-  GraphCase c = build_graph(steps, ops);
+GraphCase generate(std::span<const OpId> ops, bool boundary) {
+  const auto steps = *gen_recipe(ops.size(), boundary ? kMaxBoundarySteps : kMaxSteps);
+  GraphCase c = build_graph(steps, ops, boundary ? boundary_options() : GenOptions{});
   RC_PRE(!c.graph.nodes().empty());
   return c;
 }
 
-GraphCase generate() {
+GraphCase generate(bool boundary = false) {
   static const std::vector<OpId> ops = sampled_ops();
-  return generate(ops);
+  return generate(ops, boundary);
 }
 
 // stop_gradient is the one op whose output moves with its input while autodiff, by design, sends
 // no gradient through it: finite differences would see what autodiff is told to ignore.
-GraphCase generate_for_finite_differences() {
+GraphCase generate_for_finite_differences(bool boundary = false) {
   static const std::vector<OpId> ops = [] {
     auto all = sampled_ops();
     std::erase(all, OpId::StopGradient);
     return all;
   }();
-  return generate(ops);
+  return generate(ops, boundary);
+}
+
+// The largest value of a graph, for the distribution RapidCheck prints: how large the boundary
+// properties' graphs got.
+std::string size_tag(const GraphCase& c) {
+  std::int64_t largest = 0;
+  for (std::size_t v = 0; v < c.graph.values().size(); ++v)
+    largest = std::max(largest, c.graph.type(static_cast<ValueId>(v)).size());
+  return largest <= 512 ? "largest value <= 512" : largest <= 8192 ? "largest value <= 8192" : "largest value > 8192";
 }
 
 void fail_with(const std::optional<std::string>& problem, const GraphCase& c) {
@@ -74,6 +88,29 @@ TG_PROPERTY(RandomGraph, SameBitsWithOneThreadAndAllThreads, 1920, ()) {
 
 TG_PROPERTY(RandomGraph, AutodiffMatchesFiniteDifferences, 4800, (std::uint64_t seed)) {
   const GraphCase c = generate_for_finite_differences();
+  fail_with(check_directional_gradient(c, seed), c);
+}
+
+TG_PROPERTY(RandomGraph, ShapeRuleMatchesKernelOutputAtBoundarySizes, 1000, ()) {
+  const GraphCase c = generate(true);
+  RC_TAG(size_tag(c));
+  fail_with(check_coverage(c), c);
+}
+
+TG_PROPERTY(RandomGraph, FloatInterpreterMatchesDoubleOracleAtBoundarySizes, 1500, ()) {
+  const GraphCase c = generate(true);
+  RC_TAG(size_tag(c));
+  fail_with(check_f32_matches_f64(c), c);
+}
+
+TG_PROPERTY(RandomGraph, SameBitsWithOneThreadAndAllThreadsAtBoundarySizes, 600, ()) {
+  const GraphCase c = generate(true);
+  fail_with(check_same_bits_any_thread_count(c), c);
+}
+
+TG_PROPERTY(RandomGraph, AutodiffMatchesFiniteDifferencesAtBoundarySizes, 1500, (std::uint64_t seed)) {
+  const GraphCase c = generate_for_finite_differences(true);
+  RC_TAG(size_tag(c));
   fail_with(check_directional_gradient(c, seed), c);
 }
 

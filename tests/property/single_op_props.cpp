@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <iostream>
 #include <limits>
 
 #include "checks.h"
@@ -82,6 +84,38 @@ TEST_P(SingleOp, PassesEveryPropertyOnItsSamples) {
   if (def.differentiable) {
     EXPECT_GT(jacobians_checked, 0) << def.name << ": no sample was small enough for a full Jacobian check";
   }
+  write_path_coverage();
+}
+
+// The op on samples drawn with the boundary profile (dims from the kernels' size thresholds, up
+// to SizeProfile::max_elements per tensor): the kernel's blocked, tiled and split paths against
+// the f64 oracle, and the gradient along a random direction against central differences.
+TEST_P(SingleOp, PassesAtBoundarySizes) {
+  const OpId op = GetParam();
+  const OpDef& def = op_def(op);
+  ASSERT_NE(def.samples, nullptr) << def.name << " has no sample generator";
+  const GenOptions options = boundary_options();
+  const int cases = scaled_cases(40);
+  std::int64_t largest = 0;
+  for (int i = 0; i < cases; ++i) {
+    const std::uint64_t seed = 0xb0d0000ULL + static_cast<std::uint64_t>(i) * 7919 + static_cast<std::uint64_t>(op);
+    // One step of this op through the generator: its bounds (elements, work) apply, and a step it
+    // skips (a non-finite or huge result) simply draws nothing.
+    const std::vector<Step> steps{Step{0, seed}};
+    const std::array<OpId, 1> only{op};
+    const GraphCase c = build_graph(steps, only, options);
+    if (c.graph.nodes().empty()) continue;
+    for (const auto& in : c.inputs) largest = std::max(largest, in.second.type.size());
+    for (const auto& check : {check_coverage(c), check_f32_matches_f64(c)}) {
+      ASSERT_FALSE(check.has_value()) << *check << describe(c);
+    }
+    if (def.differentiable && op != OpId::StopGradient) {
+      const auto problem = check_directional_gradient(c, seed);
+      ASSERT_FALSE(problem.has_value()) << *problem << describe(c);
+    }
+  }
+  std::cout << def.name << ": largest input " << largest << " elements\n";
+  write_path_coverage();
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, SingleOp, ::testing::ValuesIn(all_ops().begin(), all_ops().end()), op_param_name);

@@ -74,7 +74,7 @@ std::vector<std::optional<Tensor>> where_grad(const GradArgs& args) {
 Shape draw_shape(SampleRng& rng) {
   for (;;) {
     Shape s = rng.shape(0, 4);
-    if (num_elements(s) <= kMaxSampleElements) return s;
+    if (num_elements(s) <= rules::sample_cap(rng)) return s;
   }
 }
 
@@ -92,7 +92,7 @@ Shape broadcast_partner(SampleRng& rng, const Shape& s) {
     }
   }
   if (p.size() == s.size() && s.size() < 4 && rng.coin(0.2)) p.insert(p.begin(), rng.uniform_int(2, 3));
-  if (num_elements(rules::broadcast_shapes(s, p)) > kMaxSampleElements) return s;
+  if (num_elements(rules::broadcast_shapes(s, p)) > rules::sample_cap(rng)) return s;
   return p;
 }
 

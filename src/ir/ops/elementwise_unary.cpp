@@ -110,7 +110,7 @@ Grads clamp_grad(const GradArgs& args) {
 Shape draw_shape(SampleRng& rng) {
   for (;;) {
     Shape s = rng.shape(0, 4);
-    if (num_elements(s) <= kMaxSampleElements) return s;
+    if (num_elements(s) <= rules::sample_cap(rng)) return s;
   }
 }
 

@@ -230,18 +230,29 @@ struct ConvDraw {
 ConvDraw draw_conv(SampleRng& rng) {
   const bool tiny = rng.coin(0.35);
   ConvDraw d{};
-  d.n = tiny ? 1 : rng.uniform_int(1, 3);
-  d.c = rng.uniform_int(1, tiny ? 2 : 3);
-  d.h = rng.uniform_int(3, tiny ? 5 : 8);
-  d.w = rng.uniform_int(3, tiny ? 5 : 8);
-  d.o = rng.uniform_int(1, tiny ? 2 : 3);
+  // Under the boundary profile the image and channel dims reach the kernels' size thresholds.
+  d.n = tiny ? 1 : rules::sample_dim(rng, 1, 3);
+  d.c = rules::sample_dim(rng, 1, tiny ? 2 : 3);
+  d.h = rules::sample_dim(rng, 3, tiny ? 5 : 8);
+  d.w = rules::sample_dim(rng, 3, tiny ? 5 : 8);
+  d.o = rules::sample_dim(rng, 1, tiny ? 2 : 3);
   d.kh = rng.uniform_int(1, 3);
   d.kw = rng.uniform_int(1, 3);
   d.stride = rng.uniform_int(1, 2);
   d.padding = rng.uniform_int(0, 1);
   // Keep the image and the output (padding can make it the larger) within the element limit.
-  while (std::max(d.n * d.c * d.h * d.w, d.n * d.o * d.oh() * d.ow()) > kMaxSampleElements) {
-    (d.h >= d.w ? d.h : d.w) -= 1;  // both stay >= 3 >= kernel: at 3x3 every tensor is far below the limit
+  while (std::max(d.n * d.c * d.h * d.w, d.n * d.o * d.oh() * d.ow()) > rules::sample_cap(rng)) {
+    // Both stay >= 3 >= kernel: at 3x3 every tensor of a default draw is far below the limit. Only
+    // boundary draws (large channel or batch dims) get past that and halve those.
+    if (std::max(d.h, d.w) > 3) {
+      (d.h >= d.w ? d.h : d.w) -= 1;
+    } else if (d.c > 1) {
+      d.c = (d.c + 1) / 2;
+    } else if (d.o > 1) {
+      d.o = (d.o + 1) / 2;
+    } else {
+      d.n = (d.n + 1) / 2;
+    }
   }
   return d;
 }
@@ -262,7 +273,7 @@ void fit_to_image(SampleRng& rng, ConvDraw& d, const Shape& image) {
   d.w = image[3];
   d.kh = std::min(d.kh, d.h + 2 * d.padding);
   d.kw = std::min(d.kw, d.w + 2 * d.padding);
-  d.o = std::clamp<std::int64_t>(kMaxSampleElements / (d.c * d.kh * d.kw), 1, rng.uniform_int(1, 3));
+  d.o = std::clamp<std::int64_t>(rules::sample_cap(rng) / (d.c * d.kh * d.kw), 1, rng.uniform_int(1, 3));
 }
 
 std::optional<OpSample> conv2d_sample(SampleRng& rng, const std::optional<TensorType>& first) {
@@ -270,7 +281,7 @@ std::optional<OpSample> conv2d_sample(SampleRng& rng, const std::optional<Tensor
   if (first) {
     if (!usable_image(first)) return std::nullopt;
     fit_to_image(rng, d, first->shape);
-    if (d.o * d.c * d.kh * d.kw > kMaxSampleElements) return std::nullopt;
+    if (d.o * d.c * d.kh * d.kw > rules::sample_cap(rng)) return std::nullopt;
   }
   const auto domain = ValueDomain::real_range(-2, 2);
   return OpSample{conv_attrs(d), {f32({d.n, d.c, d.h, d.w}), f32({d.o, d.c, d.kh, d.kw})}, {domain, domain}};
@@ -287,8 +298,9 @@ std::optional<OpSample> conv2d_input_grad_sample(SampleRng& rng, const std::opti
     d.h = (g[2] - 1) * d.stride + d.kh - 2 * d.padding + rng.uniform_int(0, d.stride - 1);
     d.w = (g[3] - 1) * d.stride + d.kw - 2 * d.padding + rng.uniform_int(0, d.stride - 1);
     if (d.h < 1 || d.w < 1) return std::nullopt;
-    d.c = std::clamp<std::int64_t>(kMaxSampleElements / (d.n * d.h * d.w), 1, d.c);
-    if (d.o * d.c * d.kh * d.kw > kMaxSampleElements || d.n * d.c * d.h * d.w > kMaxSampleElements) return std::nullopt;
+    d.c = std::clamp<std::int64_t>(rules::sample_cap(rng) / (d.n * d.h * d.w), 1, d.c);
+    if (d.o * d.c * d.kh * d.kw > rules::sample_cap(rng) || d.n * d.c * d.h * d.w > rules::sample_cap(rng))
+      return std::nullopt;
   }
   Attrs attrs = conv_attrs(d);
   attrs.set("height", d.h);
@@ -302,8 +314,8 @@ std::optional<OpSample> conv2d_weight_grad_sample(SampleRng& rng, const std::opt
   if (first) {
     if (!usable_image(first)) return std::nullopt;
     fit_to_image(rng, d, first->shape);
-    if (d.n * d.o * d.oh() * d.ow() > kMaxSampleElements) return std::nullopt;
-    if (d.o * d.c * d.kh * d.kw > kMaxSampleElements) return std::nullopt;
+    if (d.n * d.o * d.oh() * d.ow() > rules::sample_cap(rng)) return std::nullopt;
+    if (d.o * d.c * d.kh * d.kw > rules::sample_cap(rng)) return std::nullopt;
   }
   Attrs attrs = conv_attrs(d);
   attrs.set("kernel_h", d.kh);

@@ -15,10 +15,10 @@ using rules::kMaxSampleElements;
 using Grads = std::vector<std::optional<Tensor>>;
 
 // A shape of rank in [min_rank, max_rank] whose element count, times `per_element`, stays within
-// kMaxSampleElements (the largest dim is halved until it fits).
+// rules::sample_cap(rng) (the largest dim is halved until it fits).
 Shape small_shape(SampleRng& rng, int min_rank, int max_rank, std::int64_t per_element = 1) {
   Shape shape = rng.shape(min_rank, max_rank);
-  while (num_elements(shape) * per_element > kMaxSampleElements) {
+  while (num_elements(shape) * per_element > rules::sample_cap(rng)) {
     auto largest = std::max_element(shape.begin(), shape.end());
     *largest = (*largest + 1) / 2;
   }
@@ -56,7 +56,7 @@ TensorType one_hot_rule(const Attrs& attrs, std::span<const TensorType> inputs) 
 
 std::optional<OpSample> one_hot_samples(SampleRng& rng, const std::optional<TensorType>& first) {
   if (first && first->dtype != DType::i32) return std::nullopt;
-  const std::int64_t depth = rng.uniform_int(1, 8);
+  const std::int64_t depth = rng.dim(8);
   const TensorType indices = first ? *first : TensorType{DType::i32, small_shape(rng, 0, 3, depth)};
   return OpSample{Attrs{{"depth", depth}}, {indices}, {index_domain(depth)}};
 }
@@ -85,7 +85,7 @@ Grads embedding_grad(const GradArgs& args) {
 
 std::optional<OpSample> embedding_samples(SampleRng& rng, const std::optional<TensorType>& first) {
   if (first && (first->dtype != DType::f32 || first->rank() != 2 || first->size() == 0)) return std::nullopt;
-  const TensorType table = first ? *first : TensorType{DType::f32, {rng.uniform_int(1, 8), rng.uniform_int(1, 8)}};
+  const TensorType table = first ? *first : TensorType{DType::f32, {rng.dim(8), rng.dim(8)}};
   const TensorType indices{DType::i32, small_shape(rng, 0, 3, table.shape[1])};
   return OpSample{{}, {table, indices}, {ValueDomain::real_range(-2, 2), index_domain(table.shape[0])}};
 }
@@ -126,7 +126,7 @@ std::optional<OpSample> take_along_axis_samples(SampleRng& rng, const std::optio
   const std::int64_t axis = rng.uniform_int(0, x.rank() - 1);
   Shape index_shape = x.shape;
   const std::int64_t others = x.size() / x.shape[static_cast<std::size_t>(axis)];
-  const std::int64_t budget = std::max<std::int64_t>(1, std::max(kMaxSampleElements, x.size()) / others);
+  const std::int64_t budget = std::max<std::int64_t>(1, std::max(rules::sample_cap(rng), x.size()) / others);
   index_shape[static_cast<std::size_t>(axis)] = rng.uniform_int(1, std::min<std::int64_t>(8, budget));
   const std::int64_t extent = x.shape[static_cast<std::size_t>(axis)];
   return OpSample{Attrs{{"axis", axis}},
@@ -168,7 +168,7 @@ std::optional<OpSample> scatter_add_samples(SampleRng& rng, const std::optional<
   const std::int64_t axis = rng.uniform_int(0, updates.rank() - 1);
   const std::int64_t along = updates.shape[static_cast<std::size_t>(axis)];
   const std::int64_t others = along == 0 ? 0 : updates.size() / along;
-  const std::int64_t budget = others == 0 ? 8 : std::max(kMaxSampleElements, updates.size()) / others;
+  const std::int64_t budget = others == 0 ? 8 : std::max(rules::sample_cap(rng), updates.size()) / others;
   const std::int64_t size = rng.uniform_int(1, std::clamp<std::int64_t>(budget, 1, 8));
   return OpSample{Attrs{{"axis", axis}, {"size", size}},
                   {updates, TensorType{DType::i32, updates.shape}},

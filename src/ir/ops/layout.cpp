@@ -12,10 +12,10 @@ namespace {
 using rules::any_value_domain;
 using rules::kMaxSampleElements;
 
-// A random shape of rank in [min_rank, max_rank] with at most kMaxSampleElements elements.
+// A random shape of rank in [min_rank, max_rank] with at most rules::sample_cap(rng) elements.
 Shape small_shape(SampleRng& rng, int min_rank, int max_rank) {
   Shape shape = rng.shape(min_rank, max_rank);
-  while (num_elements(shape) > kMaxSampleElements) {
+  while (num_elements(shape) > rules::sample_cap(rng)) {
     auto largest = std::max_element(shape.begin(), shape.end());
     *largest = (*largest + 1) / 2;
   }
@@ -216,7 +216,7 @@ std::pair<Shape, Shape> broadcast_pair(SampleRng& rng, const std::optional<Tenso
     }
   }
   Shape target = input;
-  auto budget = [&] { return kMaxSampleElements / std::max<std::int64_t>(num_elements(target), 1); };
+  auto budget = [&] { return rules::sample_cap(rng) / std::max<std::int64_t>(num_elements(target), 1); };
   for (auto& d : target) {
     if (d == 1 && rng.coin(0.7)) d = rng.uniform_int(1, std::min<std::int64_t>(8, budget()));
   }

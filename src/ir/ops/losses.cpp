@@ -98,8 +98,8 @@ std::optional<OpSample> loss_samples(SampleRng& rng, const std::optional<TensorT
     scores = *first;
   } else {
     scores.shape = rng.shape(0, 2);  // the positions [...]
-    const std::int64_t classes = rng.uniform_int(1, 8);
-    while (num_elements(scores.shape) * classes > kMaxSampleElements) {
+    const std::int64_t classes = rng.dim(8);
+    while (num_elements(scores.shape) * classes > rules::sample_cap(rng)) {
       auto largest = std::max_element(scores.shape.begin(), scores.shape.end());
       *largest = (*largest + 1) / 2;
     }

@@ -64,26 +64,26 @@ std::vector<std::optional<Tensor>> matmul_grad(const GradArgs& args) {
 Shape sample_batch(SampleRng& rng, std::int64_t per_matrix) {
   for (;;) {
     Shape s = rng.shape(1, 2, 3);
-    if (num_elements(s) * per_matrix <= kMaxSampleElements) return s;
+    if (num_elements(s) * per_matrix <= rules::sample_cap(rng)) return s;
   }
 }
 
 std::optional<OpSample> matmul_sample(SampleRng& rng, const std::optional<TensorType>& first) {
   const auto domain = ValueDomain::real_range(-2, 2);
-  const std::int64_t n = rng.uniform_int(1, 8);
+  const std::int64_t n = rng.dim(8);
   if (first) {
     if (first->dtype != DType::f32 || first->rank() < 2) return std::nullopt;
     const std::int64_t k = first->shape.back();
     const std::int64_t columns =
-        std::min(n, std::max<std::int64_t>(1, kMaxSampleElements / std::max<std::int64_t>(k, 1)));
+        std::min(n, std::max<std::int64_t>(1, rules::sample_cap(rng) / std::max<std::int64_t>(k, 1)));
     Shape rhs = first->rank() >= 3 && rng.coin() ? batch_dims(first->shape) : Shape{};
     rhs.push_back(k);
     rhs.push_back(columns);
-    if (num_elements(rhs) > kMaxSampleElements) rhs = {k, columns};
+    if (num_elements(rhs) > rules::sample_cap(rng)) rhs = {k, columns};
     return OpSample{{}, {*first, {DType::f32, rhs}}, {domain, domain}};
   }
-  const std::int64_t m = rng.uniform_int(1, 8);
-  const std::int64_t k = rng.uniform_int(1, 8);
+  const std::int64_t m = rng.dim(8);
+  const std::int64_t k = rng.dim(8);
   Shape lhs{m, k};
   Shape rhs{k, n};
   switch (rng.uniform_int(0, 2)) {

@@ -64,7 +64,7 @@ std::vector<std::optional<Tensor>> dropout_grad(const GradArgs& args) {
 Shape sample_shape(SampleRng& rng) {
   for (;;) {
     Shape s = rng.shape(0, 4);
-    if (num_elements(s) <= kMaxSampleElements) return s;
+    if (num_elements(s) <= rules::sample_cap(rng)) return s;
   }
 }
 
@@ -86,7 +86,7 @@ std::optional<OpSample> randn_samples(SampleRng& rng, const std::optional<Tensor
 }
 
 std::optional<OpSample> dropout_samples(SampleRng& rng, const std::optional<TensorType>& first) {
-  if (first && (first->dtype != DType::f32 || first->size() > kMaxSampleElements)) return std::nullopt;
+  if (first && (first->dtype != DType::f32 || first->size() > rules::sample_cap(rng))) return std::nullopt;
   const TensorType x = first ? *first : TensorType{DType::f32, sample_shape(rng)};
   // p == 0 keeps everything; 0.9 drops most and scales by 10: both ends of what the op accepts.
   constexpr double kProbabilities[] = {0.0, 0.1, 0.25, 0.5, 0.9};

@@ -114,11 +114,11 @@ std::vector<std::optional<Tensor>> extremum_grad(const GradArgs& args) {
   return {div(mul(spread_back(args.cotangent, in_shape, axes), hits), ties)};
 }
 
-// A shape of rank 0..4 with dims 1..8 and at most kMaxSampleElements elements.
+// A shape of rank 0..4 with dims 1..8 and at most rules::sample_cap(rng) elements.
 Shape sample_shape(SampleRng& rng, int min_rank) {
   for (;;) {
     Shape s = rng.shape(min_rank, 4);
-    if (num_elements(s) <= kMaxSampleElements) return s;
+    if (num_elements(s) <= rules::sample_cap(rng)) return s;
   }
 }
 

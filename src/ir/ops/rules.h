@@ -1,6 +1,7 @@
 #pragma once
 // Shared pieces for op definitions: shape-rule helpers (broadcasting, axis normalization, dtype
 // checks) and the front-end helpers that turn operands into nodes. Internal to src/ir/ops.
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <span>
@@ -10,6 +11,7 @@
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/ir/ops/api.h"
 #include "tensorgrad/ir/ops/op_def.h"
+#include "tensorgrad/ir/ops/sample.h"
 
 namespace tg::rules {
 
@@ -29,6 +31,15 @@ std::string axes_to_string(std::span<const std::int64_t> axes);
 
 // Samples stay small: the property suites run thousands of graphs and full Jacobians on them.
 inline constexpr std::int64_t kMaxSampleElements = 512;
+// The element cap of one sampled tensor: kMaxSampleElements, or the boundary profile's larger
+// budget (SizeProfile::max_elements), where dims reach the kernels' size thresholds.
+inline std::int64_t sample_cap(const SampleRng& rng) {
+  return rng.profile().boundary ? rng.profile().max_elements : kMaxSampleElements;
+}
+// A dim in [lo, hi]; under the boundary profile a boundary draw (SampleRng::dim) raised to lo.
+inline std::int64_t sample_dim(SampleRng& rng, std::int64_t lo, std::int64_t hi) {
+  return rng.profile().boundary ? std::max(lo, rng.dim(hi)) : rng.uniform_int(lo, hi);
+}
 // Values of any dtype for data-movement inputs. i32 and bool domains stay reusable (not fresh_only),
 // so computed indices or masks can flow into such an op in random graphs.
 ValueDomain any_value_domain(DType dtype);

@@ -75,9 +75,18 @@ std::vector<double> ValueDomain::draw(SampleRng& rng, std::int64_t count) const 
     case Kind::spaced: {
       // Distinct grid points in [lo, hi], shuffled, jittered by less than gap/4: no two values
       // are closer than gap/2, so ties cannot happen under f32 rounding or small perturbations.
-      const double step = std::max(gap, (hi - lo) / static_cast<double>(std::max<std::int64_t>(count, 1)));
+      const double needed = (hi - lo) / static_cast<double>(std::max<std::int64_t>(count, 1));
+      double step = std::max(gap, needed);
+      double jitter = gap / 4;
+      if (rng.profile().boundary && needed < gap) {
+        // Thousands of values at `gap` apart would run far past hi; boundary-sized draws pack them
+        // tighter, still 1e-3 apart at least: a thousand times a finite-difference step, and far
+        // more than f32 spacing at these magnitudes.
+        step = std::max(std::min(gap, 1e-3), needed);
+        jitter = step / 4;
+      }
       for (std::size_t i = 0; i < values.size(); ++i) {
-        values[i] = lo + step * static_cast<double>(i) + rng.uniform(-gap / 4, gap / 4);
+        values[i] = lo + step * static_cast<double>(i) + rng.uniform(-jitter, jitter);
       }
       for (std::size_t i = values.size(); i > 1; --i) {
         std::swap(values[i - 1],

@@ -46,7 +46,7 @@ std::optional<OpSample> softmax_sample(SampleRng& rng, const std::optional<Tenso
   } else {
     do {
       x.shape = rng.shape(1, 4);
-    } while (num_elements(x.shape) > kMaxSampleElements);
+    } while (num_elements(x.shape) > rules::sample_cap(rng));
   }
   Attrs attrs{{"axis", rng.uniform_int(0, x.rank() - 1)}};
   // Softmax is smooth everywhere; a wider range exercises the max subtraction.

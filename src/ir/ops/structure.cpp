@@ -18,11 +18,11 @@ using rules::kMaxSampleElements;
 // Outputs built around a given input (pad, concat) may grow past the drawn-shape limit, not past this.
 constexpr std::int64_t kMaxGrownElements = 1024;
 
-// A shape of rank in [min_rank, 4], dims 1..8, at most kMaxSampleElements elements.
+// A shape of rank in [min_rank, 4], dims 1..8, at most rules::sample_cap(rng) elements.
 Shape sample_shape(SampleRng& rng, int min_rank) {
   for (;;) {
     Shape s = rng.shape(min_rank, 4);
-    if (num_elements(s) <= kMaxSampleElements) return s;
+    if (num_elements(s) <= rules::sample_cap(rng)) return s;
   }
 }
 
@@ -182,7 +182,7 @@ std::optional<OpSample> concat_samples(SampleRng& rng, const std::optional<Tenso
   if (head.rank() == 0) return std::nullopt;
   const auto axis = rng.uniform_int(0, head.rank() - 1);
   const auto row = std::max<std::int64_t>(1, head.size() / std::max<std::int64_t>(1, dim_at(head.shape, axis)));
-  const auto budget = first ? kMaxGrownElements : kMaxSampleElements;
+  const auto budget = first ? kMaxGrownElements : rules::sample_cap(rng);
   const auto count = rng.uniform_int(1, 4);
   OpSample sample{Attrs{{"axis", axis}}, {head}, {any_value_domain(head.dtype)}};
   std::int64_t total = head.size();

@@ -1,0 +1,96 @@
+// Launch-path coverage: every path a kernel declares (tensorgrad/ir/launch_paths.h) must be reached
+// by the property suites. Each property test wrote the paths its process reached to
+// TG_PATH_COVERAGE_DIR (tests/support/path_coverage.h); CTest runs this test after all of them
+// (fixture path_coverage) and after a clean start of that folder (fixture path_coverage_clean).
+// It prints the coverage table and fails, naming each path, on any path no property test reached.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "tensorgrad/tensorgrad.h"
+#include "tensorgrad/vk/device.h"
+#include "tensorgrad/vk/executor.h"
+
+namespace tg {
+namespace {
+
+// The kernels' files hold the LaunchPath declarations; a static library links a file only when
+// something refers to it. These references pull in the interpreter's and the Vulkan executor's
+// kernel tables, so every declared path is known here.
+[[maybe_unused]] auto* const kInterpreterKernels = &interpret;
+[[maybe_unused]] auto* const kVulkanKernels = &vk::plan_memory;
+
+struct Reached {
+  std::uint64_t hits = 0;
+  std::set<std::string> tests;  // the property tests (files) that reached the path
+};
+
+// path name -> what the property suites reached; `files` counts the files read.
+std::map<std::string, Reached> read_coverage(std::size_t& files) {
+  std::map<std::string, Reached> reached;
+  files = 0;
+  const std::filesystem::path dir(TG_PATH_COVERAGE_DIR);
+  if (!std::filesystem::is_directory(dir)) return reached;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".paths") continue;
+    ++files;
+    std::ifstream in(entry.path());
+    std::uint64_t hits = 0;
+    std::string name;
+    while (in >> hits >> name) {
+      reached[name].hits += hits;
+      reached[name].tests.insert(entry.path().stem().string());
+    }
+  }
+  return reached;
+}
+
+void check_backend(const std::string& backend) {
+  std::size_t files = 0;
+  const auto reached = read_coverage(files);
+  ASSERT_GT(files, 0u)
+      << "no coverage files in " << TG_PATH_COVERAGE_DIR
+      << ": run the property suites first (`ctest -R path_coverage` runs them as this test's fixtures)";
+  std::vector<std::string> missing;
+  std::ostringstream table;
+  std::size_t declared = 0;
+  for (const LaunchPathCount& p : launch_path_counts()) {
+    if (p.backend != backend) continue;
+    ++declared;
+    const auto it = reached.find(p.name());
+    const std::uint64_t hits = it == reached.end() ? 0 : it->second.hits;
+    const std::size_t tests = it == reached.end() ? 0 : it->second.tests.size();
+    table << "  " << std::left << std::setw(58) << p.name() << std::right << std::setw(12) << hits << std::setw(6)
+          << tests << (hits == 0 ? "   <- NOT REACHED" : "") << "\n";
+    if (hits == 0) missing.push_back(p.name());
+  }
+  std::cout << backend << " launch paths (" << declared << " declared; hits and property tests reaching each, from "
+            << files << " files):\n"
+            << table.str();
+  ASSERT_GT(declared, 0u) << "no " << backend << " launch paths are declared: the kernels' files were not linked";
+  std::string list;
+  for (const std::string& name : missing) list += "  " + name + "\n";
+  EXPECT_TRUE(missing.empty()) << missing.size() << " " << backend
+                               << " launch paths were never reached by the property suites:\n"
+                               << list;
+}
+
+TEST(PathCoverage, PropertySuitesReachEveryInterpreterPath) { check_backend("interp"); }
+
+TEST(PathCoverage, PropertySuitesReachEveryVulkanPath) {
+  const auto devices = vk::list_devices();
+  if (std::none_of(devices.begin(), devices.end(), [](const vk::DeviceInfo& d) { return d.usable; })) {
+    GTEST_SKIP() << "no usable Vulkan device: the vk property tests skipped, so the Vulkan paths were not run";
+  }
+  check_backend("vulkan");
+}
+
+}  // namespace
+}  // namespace tg
