@@ -1,13 +1,16 @@
 // Reduction kernels: sum, mean, max, min over a set of axes, argmax and argmin over one axis.
-// Every output element reduces its slice sequentially in index order (or, for a few huge
-// contiguous slices, in fixed blocks combined in order), so results never depend on thread count.
+// Sums add each output's slice in the fixed tree of ../tree_sum.h (error growing like log n; the
+// same bits for a contiguous, strided or block-split slice); max and min fold the slice in index
+// order. Neither depends on the thread count.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
 #include "../parallel.h"
+#include "../tree_sum.h"
 #include "families.h"
+#include "tensorgrad/ir/launch_paths.h"
 
 namespace tg::interp {
 
@@ -19,9 +22,48 @@ constexpr std::int64_t kInnerTile = 256;
 // Input elements per parallel task, roughly.
 constexpr std::int64_t kWorkGrain = 16384;
 // A contiguous slice at least this long, in a reduction with few outputs, is itself split in
-// fixed blocks (deterministic_sum) so one huge reduction still uses every thread.
+// fixed blocks so one huge reduction still uses every thread.
 constexpr std::int64_t kSplitSliceLength = 32768;
 constexpr std::int64_t kFewOutputs = 8;
+// A split slice's blocks: 2^kBlockLevel leaves of the sum tree, so a block's tree_sum is exactly
+// the partial the streaming tree holds at that level and splitting changes no bit.
+constexpr int kBlockLevel = 9;
+constexpr std::int64_t kBlockTerms = kTreeLeaf << kBlockLevel;  // 4096
+
+const SizeThreshold kInnerTileThreshold("interp", "reduce", "inner tile", kInnerTile);
+const SizeThreshold kWorkGrainThreshold("interp", "reduce", "work grain", kWorkGrain);
+const SizeThreshold kSplitSliceThreshold("interp", "reduce", "split slice length", kSplitSliceLength);
+const SizeThreshold kFewOutputsThreshold("interp", "reduce", "split slice outputs", kFewOutputs);
+const SizeThreshold kBlockThreshold("interp", "reduce", "split block terms", kBlockTerms);
+const SizeThreshold kLeafThreshold("interp", "reduce", "sum tree leaf", kTreeLeaf);
+
+// The paths of sum, mean, max and min: few long contiguous slices split into parallel blocks;
+// other contiguous slices, one output each; else tiles of outputs along the inner kept axis, one
+// tile per outer position (inner <= kInnerTile) or several.
+struct ReducePaths {
+  LaunchPath blocked_slices, contiguous_rows, one_tile, several_tiles;
+};
+const ReducePaths kSumPaths{{"interp", "sum", "blocked_slices"},
+                            {"interp", "sum", "contiguous_rows"},
+                            {"interp", "sum", "one_tile"},
+                            {"interp", "sum", "several_tiles"}};
+const ReducePaths kMeanPaths{{"interp", "mean", "blocked_slices"},
+                             {"interp", "mean", "contiguous_rows"},
+                             {"interp", "mean", "one_tile"},
+                             {"interp", "mean", "several_tiles"}};
+const ReducePaths kMaxPaths{{"interp", "max", "blocked_slices"},
+                            {"interp", "max", "contiguous_rows"},
+                            {"interp", "max", "one_tile"},
+                            {"interp", "max", "several_tiles"}};
+const ReducePaths kMinPaths{{"interp", "min", "blocked_slices"},
+                            {"interp", "min", "contiguous_rows"},
+                            {"interp", "min", "one_tile"},
+                            {"interp", "min", "several_tiles"}};
+// argmax and argmin: always tiles.
+const LaunchPath kArgmaxOneTile("interp", "argmax", "one_tile");
+const LaunchPath kArgmaxSeveralTiles("interp", "argmax", "several_tiles");
+const LaunchPath kArgminOneTile("interp", "argmin", "one_tile");
+const LaunchPath kArgminSeveralTiles("interp", "argmin", "several_tiles");
 
 // The input shape with size-1 axes dropped and adjacent axes of the same kind (reduced or kept)
 // merged; a trailing kept run becomes `inner` (stride 1, the fastest output axis).
@@ -118,30 +160,89 @@ struct MinOp {
   static T combine(T acc, T v) { return (v < acc || std::isnan(v)) ? v : acc; }
 };
 
-// A long contiguous slice split into fixed blocks whose partials combine in block order.
+// One long contiguous slice split into fixed blocks computed in parallel. Sums: each block's
+// tree_sum enters the slice's tree at kBlockLevel, then the tail's leaves: the bits of tree_sum
+// over the whole slice. Max and min: block results combined in block order.
 template <class T, class Op>
 T reduce_contiguous_blocked(const T* x, std::int64_t n) {
-  if constexpr (std::is_same_v<Op, SumOp<T>>) {
-    return deterministic_sum<T>(n, [x](std::int64_t i) { return x[i]; });
-  } else {
-    constexpr std::int64_t kBlock = 4096;
-    const std::int64_t blocks = (n + kBlock - 1) / kBlock;
-    std::vector<T> partial(static_cast<std::size_t>(blocks), Op::init());
-    parallel_chunks(blocks, 1, [&](std::int64_t b0, std::int64_t b1) {
-      for (std::int64_t b = b0; b < b1; ++b) {
-        T acc = Op::init();
-        for (std::int64_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) acc = Op::combine(acc, x[i]);
-        partial[static_cast<std::size_t>(b)] = acc;
+  const std::int64_t blocks = n / kBlockTerms;
+  std::vector<T> partial(static_cast<std::size_t>(blocks), Op::init());
+  parallel_chunks(blocks, 1, [&](std::int64_t b0, std::int64_t b1) {
+    for (std::int64_t b = b0; b < b1; ++b) {
+      const T* block = x + b * kBlockTerms;
+      T acc = Op::init();
+      if constexpr (std::is_same_v<Op, SumOp<T>>) {
+        acc = tree_sum(block, kBlockTerms);
+      } else {
+        for (std::int64_t i = 0; i < kBlockTerms; ++i) acc = Op::combine(acc, block[i]);
       }
-    });
+      partial[static_cast<std::size_t>(b)] = acc;
+    }
+  });
+  if constexpr (std::is_same_v<Op, SumOp<T>>) {
+    TreeSum<T> tree;
+    for (const T& p : partial) tree.push(p, kBlockLevel);
+    tree.push_terms(x + blocks * kBlockTerms, n - blocks * kBlockTerms);
+    return tree.total();
+  } else {
     T total = Op::init();
     for (const T& p : partial) total = Op::combine(total, p);
+    for (std::int64_t i = blocks * kBlockTerms; i < n; ++i) total = Op::combine(total, x[i]);
     return total;
   }
 }
 
+// One contiguous slice of a reduction with many outputs, on the calling thread.
 template <class T, class Op>
-void reduce_axes(const KernelCall<T>& call, bool divide_by_count) {
+T reduce_contiguous(const T* x, std::int64_t n) {
+  if constexpr (std::is_same_v<Op, SumOp<T>>) {
+    return tree_sum(x, n);
+  } else {
+    T acc = Op::init();
+    for (std::int64_t i = 0; i < n; ++i) acc = Op::combine(acc, x[i]);
+    return acc;
+  }
+}
+
+// A tile of up to kInnerTile outputs whose slices are walked side by side, row by row: sums in
+// the tree (TreeSumLanes), max and min folded in index order.
+template <class T, class Op>
+class TileAccumulator {
+ public:
+  explicit TileAccumulator(std::int64_t length) : tree_(kSum ? kInnerTile : 0, length) {}
+  void start(std::int64_t width) {
+    width_ = width;
+    if constexpr (kSum) {
+      tree_.start(width);
+    } else {
+      std::fill(acc_, acc_ + width, Op::init());
+    }
+  }
+  void add_row(const T* row) {
+    if constexpr (kSum) {
+      tree_.add_row(row);
+    } else {
+      for (std::int64_t j = 0; j < width_; ++j) acc_[j] = Op::combine(acc_[j], row[j]);
+    }
+  }
+  template <class Finish>
+  void finish(T* out, Finish&& finish) {
+    if constexpr (kSum) {
+      tree_.finish(out, finish);
+    } else {
+      for (std::int64_t j = 0; j < width_; ++j) out[j] = finish(acc_[j]);
+    }
+  }
+
+ private:
+  static constexpr bool kSum = std::is_same_v<Op, SumOp<T>>;
+  TreeSumLanes<T> tree_;  // empty for max and min
+  T acc_[kSum ? 1 : kInnerTile];
+  std::int64_t width_ = 0;
+};
+
+template <class T, class Op>
+void reduce_axes(const KernelCall<T>& call, bool divide_by_count, const ReducePaths& paths) {
   const Shape& shape = call.in_type(0).shape;
   std::vector<bool> reduced(shape.size(), false);
   for (auto a : call.attrs().ints("axes")) reduced[static_cast<std::size_t>(a)] = true;
@@ -150,55 +251,62 @@ void reduce_axes(const KernelCall<T>& call, bool divide_by_count) {
   T* out = call.output.real.data();
   const T count = T(static_cast<double>(plan.reduce_count));
   const auto finish = [&](T acc) { return divide_by_count ? acc / count : acc; };
-  if (plan.reduce_count == 0) {  // sum of nothing is 0, mean of nothing NaN (max/min refuse it)
+  // Sum of nothing is 0, mean of nothing NaN (max/min refuse it); nothing to reduce on no outputs.
+  // Graphs with a zero dim take no named path.
+  if (plan.reduce_count == 0 || plan.outer_count * plan.inner == 0) {
     std::fill(call.output.real.begin(), call.output.real.end(), finish(Op::init()));
     return;
   }
 
   const bool contiguous_slices = plan.inner == 1 && plan.reduced_dims.size() == 1 && plan.reduced_strides[0] == 1;
   if (contiguous_slices && plan.reduce_count >= kSplitSliceLength && plan.outer_count <= kFewOutputs) {
+    paths.blocked_slices.hit();
     for (std::int64_t o = 0; o < plan.outer_count; ++o) {
       out[o] = finish(reduce_contiguous_blocked<T, Op>(x + o * plan.reduce_count, plan.reduce_count));
     }
     return;
   }
+  if (contiguous_slices) {
+    paths.contiguous_rows.hit();
+    const std::int64_t n = plan.reduce_count;
+    parallel_chunks(plan.outer_count, std::max<std::int64_t>(1, kWorkGrain / n), [&](std::int64_t o0, std::int64_t o1) {
+      for (std::int64_t o = o0; o < o1; ++o) out[o] = finish(reduce_contiguous<T, Op>(x + o * n, n));
+    });
+    return;
+  }
 
+  (plan.inner > kInnerTile ? paths.several_tiles : paths.one_tile).hit();
   const std::int64_t tiles_per_outer = (plan.inner + kInnerTile - 1) / kInnerTile;
-  const std::int64_t tile_work = std::min(plan.inner, kInnerTile) * std::max<std::int64_t>(plan.reduce_count, 1);
+  const std::int64_t tile_work = std::min(plan.inner, kInnerTile) * plan.reduce_count;
   const std::int64_t grain = std::max<std::int64_t>(1, kWorkGrain / std::max<std::int64_t>(tile_work, 1));
   parallel_chunks(plan.outer_count * tiles_per_outer, grain, [&](std::int64_t t0, std::int64_t t1) {
-    T acc[kInnerTile];
+    TileAccumulator<T, Op> acc(plan.reduce_count);
     for (std::int64_t t = t0; t < t1; ++t) {
       const std::int64_t outer = t / tiles_per_outer;
       const std::int64_t j0 = (t % tiles_per_outer) * kInnerTile;
-      const std::int64_t width = std::min(kInnerTile, plan.inner - j0);
       const T* slice = x + outer_offset(plan, outer) + j0;
-      std::fill(acc, acc + width, Op::init());
-      for_each_reduced(plan, [&](std::int64_t offset) {
-        const T* row = slice + offset;
-        for (std::int64_t j = 0; j < width; ++j) acc[j] = Op::combine(acc[j], row[j]);
-      });
-      T* dst = out + outer * plan.inner + j0;
-      for (std::int64_t j = 0; j < width; ++j) dst[j] = finish(acc[j]);
+      acc.start(std::min(kInnerTile, plan.inner - j0));
+      for_each_reduced(plan, [&](std::int64_t offset) { acc.add_row(slice + offset); });
+      acc.finish(out + outer * plan.inner + j0, finish);
     }
   });
 }
 
 template <class T>
 void sum_kernel(const KernelCall<T>& call) {
-  reduce_axes<T, SumOp<T>>(call, false);
+  reduce_axes<T, SumOp<T>>(call, false, kSumPaths);
 }
 template <class T>
 void mean_kernel(const KernelCall<T>& call) {
-  reduce_axes<T, SumOp<T>>(call, true);
+  reduce_axes<T, SumOp<T>>(call, true, kMeanPaths);
 }
 template <class T>
 void max_kernel(const KernelCall<T>& call) {
-  reduce_axes<T, MaxOp<T>>(call, false);
+  reduce_axes<T, MaxOp<T>>(call, false, kMaxPaths);
 }
 template <class T>
 void min_kernel(const KernelCall<T>& call) {
-  reduce_axes<T, MinOp<T>>(call, false);
+  reduce_axes<T, MinOp<T>>(call, false, kMinPaths);
 }
 
 // Index of the extremum along one axis; the first index wins on ties, and the first NaN wins
@@ -210,6 +318,12 @@ void arg_kernel(const KernelCall<T>& call) {
   const auto [outer, length, inner] = split_at_axis(shape, static_cast<std::int64_t>(axis));
   const T* x = call.real(0).data();
   std::int32_t* out = call.output.ints.data();
+  if (outer * inner == 0) return;  // no outputs (a zero dim: no named path)
+  if constexpr (kMax) {
+    (inner > kInnerTile ? kArgmaxSeveralTiles : kArgmaxOneTile).hit();
+  } else {
+    (inner > kInnerTile ? kArgminSeveralTiles : kArgminOneTile).hit();
+  }
 
   const std::int64_t tiles_per_outer = (inner + kInnerTile - 1) / kInnerTile;
   const std::int64_t grain =
