@@ -7,16 +7,24 @@
 #include <cstdint>
 #include <vector>
 
+#include "tensorgrad/ir/launch_paths.h"
+
 namespace tg::interp {
+
+// Whether a parallel loop ran as one chunk on the calling thread or was split over TBB's threads.
+inline const LaunchPath kOneChunk("interp", "parallel_chunks", "one_chunk");
+inline const LaunchPath kParallelFor("interp", "parallel_chunks", "parallel_for");
 
 // Calls body(begin, end) over [0, n) in chunks of at least `grain`.
 template <class Body>
 void parallel_chunks(std::int64_t n, std::int64_t grain, Body&& body) {
   if (n <= 0) return;
   if (n <= grain) {
+    kOneChunk.hit();
     body(std::int64_t{0}, n);
     return;
   }
+  kParallelFor.hit();
   tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, n, grain),
                     [&](const tbb::blocked_range<std::int64_t>& r) { body(r.begin(), r.end()); });
 }

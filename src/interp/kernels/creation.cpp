@@ -4,12 +4,20 @@
 
 #include "../parallel.h"
 #include "families.h"
+#include "tensorgrad/ir/launch_paths.h"
 
 namespace tg::interp {
 
 namespace {
 
 constexpr std::int64_t kGrain = 4096;
+const SizeThreshold kGrainThreshold("interp", "creation", "grain", kGrain);
+
+// One fill loop per op: one path each.
+const LaunchPath kFull("interp", "full", "kernel");
+const LaunchPath kZeros("interp", "zeros", "kernel");
+const LaunchPath kOnes("interp", "ones", "kernel");
+const LaunchPath kArange("interp", "arange", "kernel");
 
 // out[i] = value_at(i) on the storage the output dtype lives in.
 template <class T, class ValueAt>
@@ -29,22 +37,26 @@ void fill(const KernelCall<T>& call, ValueAt&& value_at) {
 
 template <class T>
 void full_kernel(const KernelCall<T>& call) {
+  kFull.hit();
   const double value = call.attrs().real("value");
   fill(call, [value](std::int64_t) { return value; });
 }
 
 template <class T>
 void zeros_kernel(const KernelCall<T>& call) {
+  kZeros.hit();
   fill(call, [](std::int64_t) { return 0.0; });
 }
 
 template <class T>
 void ones_kernel(const KernelCall<T>& call) {
+  kOnes.hit();
   fill(call, [](std::int64_t) { return 1.0; });
 }
 
 template <class T>
 void arange_kernel(const KernelCall<T>& call) {
+  kArange.hit();
   fill(call, [](std::int64_t i) { return i; });
 }
 

@@ -6,12 +6,20 @@
 #include "../parallel.h"
 #include "broadcast_indexer.h"
 #include "families.h"
+#include "tensorgrad/ir/launch_paths.h"
 
 namespace tg::interp {
 
 namespace {
 
 constexpr std::int64_t kGrain = 4096;
+const SizeThreshold kGrainThreshold("interp", "elementwise_binary", "grain", kGrain);
+
+// Arithmetic and comparisons: a plain loop when neither operand broadcasts, else every operand
+// indexed through its broadcast map (a one-element operand read at 0).
+const LaunchPath kSameShape("interp", "elementwise_binary", "same_shape");
+const LaunchPath kBroadcast("interp", "elementwise_binary", "broadcast");
+const LaunchPath kWhere("interp", "where", "kernel");
 
 // One operand as the output loop sees it: its data and the map from output to input indices.
 template <class V>
@@ -30,6 +38,7 @@ template <class In, class Out, class Op>
 void broadcast_apply(const BroadcastInput<In>& a, const BroadcastInput<In>& b, std::vector<Out>& out, Op op) {
   const auto n = static_cast<std::int64_t>(out.size());
   if (a.index.identity() && b.index.identity()) {
+    kSameShape.hit();
     const In* pa = a.data.data();
     const In* pb = b.data.data();
     Out* po = out.data();
@@ -38,6 +47,7 @@ void broadcast_apply(const BroadcastInput<In>& a, const BroadcastInput<In>& b, s
     });
     return;
   }
+  kBroadcast.hit();
   parallel_chunks(n, kGrain, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i)
       out[static_cast<std::size_t>(i)] = static_cast<Out>(op(a.at(i), b.at(i)));
@@ -129,6 +139,7 @@ void select(const BroadcastInput<std::int32_t>& condition, const BroadcastInput<
 
 template <class T>
 void where_kernel(const KernelCall<T>& call) {
+  kWhere.hit();
   const Shape& out_shape = call.output_type.shape;
   const BroadcastInput<std::int32_t> condition(call.ints(0), call.in_type(0).shape, out_shape);
   if (is_float(call.output_type.dtype)) {

@@ -4,12 +4,32 @@
 
 #include "../parallel.h"
 #include "families.h"
+#include "tensorgrad/ir/launch_paths.h"
 
 namespace tg::interp {
 
 namespace {
 
 constexpr std::int64_t kGrain = 4096;
+const SizeThreshold kGrainThreshold("interp", "elementwise_unary", "grain", kGrain);
+
+// One loop per op, no size- or layout-dependent branch: one path each.
+const LaunchPath kNeg("interp", "neg", "kernel");
+const LaunchPath kAbs("interp", "abs", "kernel");
+const LaunchPath kSquare("interp", "square", "kernel");
+const LaunchPath kSqrt("interp", "sqrt", "kernel");
+const LaunchPath kRsqrt("interp", "rsqrt", "kernel");
+const LaunchPath kExp("interp", "exp", "kernel");
+const LaunchPath kLog("interp", "log", "kernel");
+const LaunchPath kSin("interp", "sin", "kernel");
+const LaunchPath kCos("interp", "cos", "kernel");
+const LaunchPath kTanh("interp", "tanh", "kernel");
+const LaunchPath kSigmoid("interp", "sigmoid", "kernel");
+const LaunchPath kRelu("interp", "relu", "kernel");
+const LaunchPath kGelu("interp", "gelu", "kernel");
+const LaunchPath kSilu("interp", "silu", "kernel");
+const LaunchPath kClamp("interp", "clamp", "kernel");
+const LaunchPath kStopGradient("interp", "stop_gradient", "kernel");
 
 template <class T, class F>
 void map_values(const std::vector<T>& x, std::vector<T>& y, F f) {
@@ -101,13 +121,17 @@ struct ReluOp {
     return x < T(0) ? T(0) : x;
   }
 };
-// tanh approximation: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+// tanh approximation: x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), computed as the equal
+// x sigmoid(2u): 1 + tanh(u) cancels for u below about -1 (at x = -5 f32 keeps no correct digit,
+// and from x = -8 even f64 returns 0 for a result near -1e-21), sigmoid of a negative argument
+// does not.
 struct GeluOp {
   template <class T>
   T operator()(T x) const {
     const T scale = static_cast<T>(0.7978845608028654);
     const T cubic = static_cast<T>(0.044715);
-    return T(0.5) * x * (T(1) + std::tanh(scale * (x + cubic * x * x * x)));
+    const T u = scale * (x + cubic * x * x * x);
+    return x * stable_sigmoid(T(2) * u);
   }
 };
 struct SiluOp {
@@ -117,13 +141,15 @@ struct SiluOp {
   }
 };
 
-template <class T, class Op>
+template <class T, class Op, const LaunchPath& kPath>
 void unary_kernel(const KernelCall<T>& call) {
+  kPath.hit();
   map_values(call.real(0), call.output.real, Op{});
 }
 
 template <class T>
 void clamp_kernel(const KernelCall<T>& call) {
+  kClamp.hit();
   const T lo = static_cast<T>(call.attrs().real("lo"));
   const T hi = static_cast<T>(call.attrs().real("hi"));
   map_values(call.real(0), call.output.real, [lo, hi](T x) { return x < lo ? lo : (x > hi ? hi : x); });
@@ -132,6 +158,7 @@ void clamp_kernel(const KernelCall<T>& call) {
 // The identity on any dtype: f32 values live in .real, i32 and bool in .ints.
 template <class T>
 void stop_gradient_kernel(const KernelCall<T>& call) {
+  kStopGradient.hit();
   if (is_float(call.output_type.dtype)) {
     call.output.real = call.real(0);
   } else {
@@ -145,20 +172,20 @@ constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
 
 template <class T>
 void register_elementwise_unary_kernels(KernelTable<T>& table) {
-  table[slot(OpId::Neg)] = unary_kernel<T, NegOp>;
-  table[slot(OpId::Abs)] = unary_kernel<T, AbsOp>;
-  table[slot(OpId::Square)] = unary_kernel<T, SquareOp>;
-  table[slot(OpId::Sqrt)] = unary_kernel<T, SqrtOp>;
-  table[slot(OpId::Rsqrt)] = unary_kernel<T, RsqrtOp>;
-  table[slot(OpId::Exp)] = unary_kernel<T, ExpOp>;
-  table[slot(OpId::Log)] = unary_kernel<T, LogOp>;
-  table[slot(OpId::Sin)] = unary_kernel<T, SinOp>;
-  table[slot(OpId::Cos)] = unary_kernel<T, CosOp>;
-  table[slot(OpId::Tanh)] = unary_kernel<T, TanhOp>;
-  table[slot(OpId::Sigmoid)] = unary_kernel<T, SigmoidOp>;
-  table[slot(OpId::Relu)] = unary_kernel<T, ReluOp>;
-  table[slot(OpId::Gelu)] = unary_kernel<T, GeluOp>;
-  table[slot(OpId::Silu)] = unary_kernel<T, SiluOp>;
+  table[slot(OpId::Neg)] = unary_kernel<T, NegOp, kNeg>;
+  table[slot(OpId::Abs)] = unary_kernel<T, AbsOp, kAbs>;
+  table[slot(OpId::Square)] = unary_kernel<T, SquareOp, kSquare>;
+  table[slot(OpId::Sqrt)] = unary_kernel<T, SqrtOp, kSqrt>;
+  table[slot(OpId::Rsqrt)] = unary_kernel<T, RsqrtOp, kRsqrt>;
+  table[slot(OpId::Exp)] = unary_kernel<T, ExpOp, kExp>;
+  table[slot(OpId::Log)] = unary_kernel<T, LogOp, kLog>;
+  table[slot(OpId::Sin)] = unary_kernel<T, SinOp, kSin>;
+  table[slot(OpId::Cos)] = unary_kernel<T, CosOp, kCos>;
+  table[slot(OpId::Tanh)] = unary_kernel<T, TanhOp, kTanh>;
+  table[slot(OpId::Sigmoid)] = unary_kernel<T, SigmoidOp, kSigmoid>;
+  table[slot(OpId::Relu)] = unary_kernel<T, ReluOp, kRelu>;
+  table[slot(OpId::Gelu)] = unary_kernel<T, GeluOp, kGelu>;
+  table[slot(OpId::Silu)] = unary_kernel<T, SiluOp, kSilu>;
   table[slot(OpId::Clamp)] = clamp_kernel<T>;
   table[slot(OpId::StopGradient)] = stop_gradient_kernel<T>;
 }

@@ -8,12 +8,39 @@
 
 #include "../parallel.h"
 #include "families.h"
+#include "tensorgrad/ir/launch_paths.h"
 
 namespace tg::interp {
 
 namespace {
 
 constexpr std::int64_t kTaskWork = 1 << 14;  // multiply-adds (or compares) below which one task does it all
+
+const SizeThreshold kTaskWorkThreshold("interp", "image", "task work", kTaskWork);
+
+// The tap loops skip taps outside the image only with padding, and off-stride taps
+// (conv2d_input_grad) or input positions between windows only with a stride above 1; pooling
+// windows overlap, and their gradients add up, when the stride is below the window.
+struct PathPair {
+  LaunchPath off, on;
+  void hit(bool on_path) const { (on_path ? on : off).hit(); }
+};
+const PathPair kConv2dPadding{{"interp", "conv2d", "unpadded"}, {"interp", "conv2d", "padded"}};
+const PathPair kConv2dStride{{"interp", "conv2d", "stride_1"}, {"interp", "conv2d", "strided"}};
+const PathPair kInputGradPadding{{"interp", "conv2d_input_grad", "unpadded"},
+                                 {"interp", "conv2d_input_grad", "padded"}};
+const PathPair kInputGradStride{{"interp", "conv2d_input_grad", "stride_1"},
+                                {"interp", "conv2d_input_grad", "strided"}};
+const PathPair kWeightGradPadding{{"interp", "conv2d_weight_grad", "unpadded"},
+                                  {"interp", "conv2d_weight_grad", "padded"}};
+const PathPair kWeightGradStride{{"interp", "conv2d_weight_grad", "stride_1"},
+                                 {"interp", "conv2d_weight_grad", "strided"}};
+const PathPair kPoolPadding{{"interp", "max_pool2d", "unpadded"}, {"interp", "max_pool2d", "padded"}};
+const PathPair kPoolOverlap{{"interp", "max_pool2d", "disjoint_windows"},
+                            {"interp", "max_pool2d", "overlapping_windows"}};
+const PathPair kPoolGradPadding{{"interp", "max_pool2d_grad", "unpadded"}, {"interp", "max_pool2d_grad", "padded"}};
+const PathPair kPoolGradOverlap{{"interp", "max_pool2d_grad", "disjoint_windows"},
+                                {"interp", "max_pool2d_grad", "overlapping_windows"}};
 
 std::int64_t grain_for(std::int64_t work_per_item) {
   return std::max<std::int64_t>(1, kTaskWork / std::max<std::int64_t>(work_per_item, 1));
@@ -37,6 +64,8 @@ void conv2d_kernel(const KernelCall<T>& call) {
   const Dims4 w(call.in_type(1).shape);
   const Dims4 y(call.output_type.shape);
   const ConvGeometry geo(call.attrs());
+  kConv2dPadding.hit(geo.padding > 0);
+  kConv2dStride.hit(geo.stride > 1);
   const T* in = call.real(0).data();
   const T* weight = call.real(1).data();
   T* out = call.output.real.data();
@@ -75,6 +104,8 @@ void conv2d_input_grad_kernel(const KernelCall<T>& call) {
   const Dims4 w(call.in_type(1).shape);
   const Dims4 dx(call.output_type.shape);
   const ConvGeometry geo(call.attrs());
+  kInputGradPadding.hit(geo.padding > 0);
+  kInputGradStride.hit(geo.stride > 1);
   const T* grad = call.real(0).data();
   const T* weight = call.real(1).data();
   T* out = call.output.real.data();
@@ -112,6 +143,8 @@ void conv2d_weight_grad_kernel(const KernelCall<T>& call) {
   const Dims4 g(call.in_type(1).shape);
   const Dims4 dw(call.output_type.shape);
   const ConvGeometry geo(call.attrs());
+  kWeightGradPadding.hit(geo.padding > 0);
+  kWeightGradStride.hit(geo.stride > 1);
   const T* in = call.real(0).data();
   const T* grad = call.real(1).data();
   T* out = call.output.real.data();
@@ -178,6 +211,8 @@ void max_pool2d_kernel(const KernelCall<T>& call) {
   const Dims4 x(call.in_type(0).shape);
   const Dims4 y(call.output_type.shape);
   const PoolGeometry geo(call.attrs());
+  kPoolPadding.hit(geo.padding > 0);
+  kPoolOverlap.hit(geo.stride < geo.kernel);
   const T* in = call.real(0).data();
   T* out = call.output.real.data();
   const std::int64_t rows = y.n * y.c * y.h;
@@ -197,6 +232,8 @@ void max_pool2d_grad_kernel(const KernelCall<T>& call) {
   const Dims4 x(call.in_type(0).shape);
   const Dims4 g(call.in_type(1).shape);
   const PoolGeometry geo(call.attrs());
+  kPoolGradPadding.hit(geo.padding > 0);
+  kPoolGradOverlap.hit(geo.stride < geo.kernel);
   const T* in = call.real(0).data();
   const T* grad = call.real(1).data();
   T* out = call.output.real.data();

@@ -10,6 +10,7 @@
 #include "../parallel.h"
 #include "families.h"
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/ir/launch_paths.h"
 
 namespace tg::interp {
 
@@ -18,6 +19,17 @@ namespace {
 constexpr std::int64_t kGrain = 4096;
 // scatter_add works on tiles of this many neighbouring inner positions, so every pass reads rows.
 constexpr std::int64_t kInnerTile = 256;
+const SizeThreshold kGrainThreshold("interp", "indexing", "grain", kGrain);
+const SizeThreshold kInnerTileThreshold("interp", "scatter_add", "inner tile", kInnerTile);
+
+const LaunchPath kOneHot("interp", "one_hot", "kernel");
+const LaunchPath kEmbedding("interp", "embedding", "kernel");
+const LaunchPath kTakeAlongAxis("interp", "take_along_axis", "kernel");
+// scatter_add: one tile of inner positions per outer position (inner <= kInnerTile) or several.
+const LaunchPath kScatterAddOneTile("interp", "scatter_add", "one_tile");
+const LaunchPath kScatterAddSeveralTiles("interp", "scatter_add", "several_tiles");
+const LaunchPath kSoftmaxCausal("interp", "softmax_causal", "kernel");
+const LaunchPath kWhereCausal("interp", "where_causal", "kernel");
 
 void require_in_range(std::string_view op, std::string_view what, const std::vector<std::int32_t>& indices,
                       std::int64_t extent) {
@@ -31,6 +43,7 @@ void require_in_range(std::string_view op, std::string_view what, const std::vec
 
 template <class T>
 void one_hot_kernel(const KernelCall<T>& call) {
+  kOneHot.hit();
   const std::int64_t depth = call.attrs().integer("depth");
   const auto& indices = call.ints(0);
   require_in_range("one_hot", "index", indices, depth);
@@ -47,6 +60,7 @@ void one_hot_kernel(const KernelCall<T>& call) {
 
 template <class T>
 void embedding_kernel(const KernelCall<T>& call) {
+  kEmbedding.hit();
   const Shape& table_shape = call.in_type(0).shape;
   const std::int64_t width = table_shape[1];
   const auto& indices = call.ints(1);
@@ -80,6 +94,7 @@ void gather_along_axis(const std::vector<Elem>& x, const std::vector<std::int32_
 
 template <class T>
 void take_along_axis_kernel(const KernelCall<T>& call) {
+  kTakeAlongAxis.hit();
   const auto axis = static_cast<std::size_t>(call.attrs().integer("axis"));
   const std::int64_t x_extent = call.in_type(0).shape[axis];
   const Shape& index_shape = call.in_type(1).shape;
@@ -106,6 +121,7 @@ void scatter_add_kernel(const KernelCall<T>& call) {
   const std::int64_t updates_per_column = index_shape[axis];
   const T* updates = call.real(0).data();
   T* out = call.output.real.data();
+  if (split.inner > 0) (split.inner > kInnerTile ? kScatterAddSeveralTiles : kScatterAddOneTile).hit();
 
   const std::int64_t tiles_per_outer = (split.inner + kInnerTile - 1) / kInnerTile;
   const std::int64_t tile_work = std::min(split.inner, kInnerTile) * (updates_per_column + size);
@@ -130,6 +146,7 @@ void scatter_add_kernel(const KernelCall<T>& call) {
 // Row i of each [T, T] matrix is a softmax over columns 0..i; columns past i are 0.
 template <class T>
 void softmax_causal_kernel(const KernelCall<T>& call) {
+  kSoftmaxCausal.hit();
   const std::int64_t length = call.in_type(0).shape.back();
   if (length == 0) return;
   const std::int64_t rows = call.in_type(0).size() / length;
@@ -155,6 +172,7 @@ void softmax_causal_kernel(const KernelCall<T>& call) {
 
 template <class T>
 void where_causal_kernel(const KernelCall<T>& call) {
+  kWhereCausal.hit();
   const std::int64_t length = call.in_type(0).shape.back();
   const T value = static_cast<T>(call.attrs().real("value"));
   const T* x = call.real(0).data();

@@ -6,6 +6,7 @@
 #include "../parallel.h"
 #include "broadcast_indexer.h"
 #include "families.h"
+#include "tensorgrad/ir/launch_paths.h"
 
 namespace tg::interp {
 
@@ -17,6 +18,18 @@ constexpr std::int64_t kGrain = 4096;
 // its sequential chains short (a bias gradient over 4096 rows took ~430 us on an H200 as one
 // 4096-term chain, the largest cost of a W2 training step).
 constexpr std::int64_t kSumToShapeBlock = 256;
+
+const SizeThreshold kGrainThreshold("interp", "layout", "grain", kGrain);
+const SizeThreshold kSumToShapeBlockThreshold("interp", "sum_to_shape", "block", kSumToShapeBlock);
+
+// Gathers with no size- or layout-dependent branch: one path per op.
+const LaunchPath kReshape("interp", "reshape", "kernel");
+const LaunchPath kPermute("interp", "permute", "kernel");
+const LaunchPath kSwapAxes("interp", "swap_axes", "kernel");
+const LaunchPath kBroadcastTo("interp", "broadcast_to", "kernel");
+// sum_to_shape: preimages of at most one block summed inline, longer ones in blocks.
+const LaunchPath kSumToShapeInline("interp", "sum_to_shape", "one_block");
+const LaunchPath kSumToShapeBlocked("interp", "sum_to_shape", "blocks");
 
 // out[i] = in[source_index(i)] for every output element, on the storage the dtype lives in.
 template <class T, class SourceIndex>
@@ -62,16 +75,19 @@ class PermutedIndexer {
 
 template <class T>
 void reshape_kernel(const KernelCall<T>& call) {
+  kReshape.hit();
   gather(call, [](std::int64_t i) { return i; });
 }
 
 template <class T>
 void permute_kernel(const KernelCall<T>& call) {
+  kPermute.hit();
   gather(call, PermutedIndexer(call.in_type(0).shape, call.attrs().ints("perm")));
 }
 
 template <class T>
 void swap_axes_kernel(const KernelCall<T>& call) {
+  kSwapAxes.hit();
   std::vector<std::int64_t> perm(call.in_type(0).shape.size());
   std::iota(perm.begin(), perm.end(), 0);
   std::swap(perm[static_cast<std::size_t>(call.attrs().integer("axis0"))],
@@ -81,6 +97,7 @@ void swap_axes_kernel(const KernelCall<T>& call) {
 
 template <class T>
 void broadcast_to_kernel(const KernelCall<T>& call) {
+  kBroadcastTo.hit();
   gather(call, BroadcastIndexer(call.in_type(0).shape, call.output_type.shape));
 }
 
@@ -115,6 +132,7 @@ void sum_to_shape_kernel(const KernelCall<T>& call) {
   const auto& in = call.real(0);
   auto& out = call.output.real;
   const auto length = static_cast<std::int64_t>(preimage.size());
+  if (call.output_type.size() > 0) (length <= kSumToShapeBlock ? kSumToShapeInline : kSumToShapeBlocked).hit();
   const std::int64_t grain = std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(length, 1));
   parallel_chunks(call.output_type.size(), grain, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t o = begin; o < end; ++o) {

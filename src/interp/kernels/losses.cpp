@@ -10,12 +10,22 @@
 #include "../parallel.h"
 #include "families.h"
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/ir/launch_paths.h"
 
 namespace tg::interp {
 
 namespace {
 
 constexpr std::int64_t kGrain = 4096;
+const SizeThreshold kGrainThreshold("interp", "losses", "grain", kGrain);
+const SizeThreshold kSumBlockThreshold("interp", "losses", "sum block", 4096);  // deterministic_sum's
+
+// Per-position losses written out (reduction "none"), or summed (reduction "sum" or "mean").
+struct LossPaths {
+  LaunchPath per_position, reduced;
+};
+const LossPaths kNllLossPaths{{"interp", "nll_loss", "per_position"}, {"interp", "nll_loss", "reduced"}};
+const LossPaths kCrossEntropyPaths{{"interp", "cross_entropy", "per_position"}, {"interp", "cross_entropy", "reduced"}};
 
 void require_targets_in_range(std::string_view op, const std::vector<std::int32_t>& targets, std::int64_t classes) {
   for (std::size_t i = 0; i < targets.size(); ++i) {
@@ -28,8 +38,10 @@ void require_targets_in_range(std::string_view op, const std::vector<std::int32_
 
 // Writes the per-position losses (reduction "none") or their sum or mean into the output.
 template <class T, class PositionLoss>
-void reduce_losses(const KernelCall<T>& call, std::int64_t positions, std::int64_t classes, PositionLoss&& loss) {
+void reduce_losses(const KernelCall<T>& call, const LossPaths& paths, std::int64_t positions, std::int64_t classes,
+                   PositionLoss&& loss) {
   const std::string& reduction = call.attrs().string("reduction");
+  (reduction == "none" ? paths.per_position : paths.reduced).hit();
   T* out = call.output.real.data();
   const std::int64_t grain = std::max<std::int64_t>(1, kGrain / classes);
   if (reduction == "none") {
@@ -55,7 +67,7 @@ void nll_loss_kernel(const KernelCall<T>& call) {
   const auto& targets = call.ints(1);
   require_targets_in_range("nll_loss", targets, classes);
   const T* log_probs = call.real(0).data();
-  reduce_losses(call, static_cast<std::int64_t>(targets.size()), classes,
+  reduce_losses(call, kNllLossPaths, static_cast<std::int64_t>(targets.size()), classes,
                 [&](std::int64_t n) { return -log_probs[n * classes + targets[static_cast<std::size_t>(n)]]; });
 }
 
@@ -67,7 +79,7 @@ void cross_entropy_kernel(const KernelCall<T>& call) {
   const auto& targets = call.ints(1);
   require_targets_in_range("cross_entropy", targets, classes);
   const T* logits = call.real(0).data();
-  reduce_losses(call, static_cast<std::int64_t>(targets.size()), classes, [&](std::int64_t n) {
+  reduce_losses(call, kCrossEntropyPaths, static_cast<std::int64_t>(targets.size()), classes, [&](std::int64_t n) {
     const T* row = logits + n * classes;
     T row_max = -std::numeric_limits<T>::infinity();
     for (std::int64_t j = 0; j < classes; ++j) row_max = std::max(row_max, row[j]);

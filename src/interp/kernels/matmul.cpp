@@ -8,6 +8,7 @@
 
 #include "../parallel.h"
 #include "families.h"
+#include "tensorgrad/ir/launch_paths.h"
 
 namespace tg::interp {
 
@@ -71,6 +72,24 @@ template <class T>
 void micro_kernel(const Gemm<T>&, std::int64_t, std::int64_t, std::int64_t, std::int64_t) {}
 #endif
 
+const SizeThreshold kRowBlockThreshold("interp", "matmul", "row block", kRowBlock);
+const SizeThreshold kColBlockThreshold("interp", "matmul", "column block", kColBlock);
+const SizeThreshold kDepthBlockThreshold("interp", "matmul", "depth block", kDepthBlock);
+const SizeThreshold kMicroRowsThreshold("interp", "matmul", "micro tile rows", kMicroRows);
+const SizeThreshold kMicroColsF32Threshold("interp", "matmul", "micro tile columns (f32)", kMicroCols<float>);
+const SizeThreshold kMicroColsF64Threshold("interp", "matmul", "micro tile columns (f64)", kMicroCols<double>);
+const SizeThreshold kTaskFlopsThreshold("interp", "matmul", "task multiply-adds", kTaskFlops);
+
+// Leading lhs dims folded into M (2-D rhs) or batches paired up; a call also takes every gemm_block
+// branch its extents reach: register micro tiles, edge columns beside them, edge rows below
+// them, and more than one K block accumulated into C.
+const LaunchPath kFoldedRows("interp", "matmul", "folded_rows");
+const LaunchPath kBatched("interp", "matmul", "batched");
+const LaunchPath kMicroTiles("interp", "matmul", "micro_tiles");
+const LaunchPath kEdgeColumns("interp", "matmul", "edge_columns");
+const LaunchPath kEdgeRows("interp", "matmul", "edge_rows");
+const LaunchPath kDepthBlocks("interp", "matmul", "depth_blocks");
+
 // The same for the ragged edges of a block, with run-time extents.
 template <class T>
 void edge_kernel(const Gemm<T>& g, std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols,
@@ -118,6 +137,14 @@ void matmul_kernel(const KernelCall<T>& call) {
   const T* a = call.real(0).data();
   const T* b = call.real(1).data();
   T* c = call.output.real.data();
+  if (m * n == 0) return;  // no outputs (a zero dim: no named path)
+  (batched ? kBatched : kFoldedRows).hit();
+  // Blocks are multiples of the micro tile, so the branches depend on m and n alone.
+  const bool micro_rows = kHaveVectors && m >= kMicroRows;
+  if (micro_rows && n >= kMicroCols<T>) kMicroTiles.hit();
+  if (micro_rows && n % kMicroCols<T> != 0) kEdgeColumns.hit();
+  if (!kHaveVectors || m % kMicroRows != 0) kEdgeRows.hit();
+  if (k > kDepthBlock) kDepthBlocks.hit();
 
   const std::int64_t row_blocks = (m + kRowBlock - 1) / kRowBlock;
   const std::int64_t col_blocks = (n + kColBlock - 1) / kColBlock;

@@ -5,12 +5,17 @@
 #include "../parallel.h"
 #include "../philox.h"
 #include "families.h"
+#include "tensorgrad/ir/launch_paths.h"
 
 namespace tg::interp {
 
 namespace {
 
 constexpr std::int64_t kGrain = 4096;
+const SizeThreshold kGrainThreshold("interp", "random", "grain", kGrain);
+
+const LaunchPath kRandn("interp", "randn", "kernel");
+const LaunchPath kDropout("interp", "dropout", "kernel");
 
 template <class T>
 philox::Key call_key(const KernelCall<T>& call, std::size_t seed_input) {
@@ -19,6 +24,7 @@ philox::Key call_key(const KernelCall<T>& call, std::size_t seed_input) {
 
 template <class T>
 void randn_kernel(const KernelCall<T>& call) {
+  kRandn.hit();
   const philox::Key key = call_key(call, 0);
   T* out = call.output.real.data();
   parallel_chunks(static_cast<std::int64_t>(call.output.real.size()), kGrain,
@@ -32,6 +38,7 @@ void randn_kernel(const KernelCall<T>& call) {
 
 template <class T>
 void dropout_kernel(const KernelCall<T>& call) {
+  kDropout.hit();
   const philox::Key key = call_key(call, 1);
   const double p = call.attrs().real("p");
   // 1 - p is formed in double and rounded once to T, as an f32 constant would be.

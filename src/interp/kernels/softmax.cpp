@@ -6,6 +6,7 @@
 
 #include "../parallel.h"
 #include "families.h"
+#include "tensorgrad/ir/launch_paths.h"
 
 namespace tg::interp {
 
@@ -15,6 +16,14 @@ namespace {
 // together so every pass reads memory contiguously.
 constexpr std::int64_t kInnerTile = 256;
 constexpr std::int64_t kWorkGrain = 16384;
+const SizeThreshold kInnerTileThreshold("interp", "softmax", "inner tile", kInnerTile);
+const SizeThreshold kWorkGrainThreshold("interp", "softmax", "work grain", kWorkGrain);
+
+// One tile per outer position (inner <= kInnerTile, the last axis among them) or several.
+const LaunchPath kSoftmaxOneTile("interp", "softmax", "one_tile");
+const LaunchPath kSoftmaxSeveralTiles("interp", "softmax", "several_tiles");
+const LaunchPath kLogSoftmaxOneTile("interp", "log_softmax", "one_tile");
+const LaunchPath kLogSoftmaxSeveralTiles("interp", "log_softmax", "several_tiles");
 
 template <class T, bool kLog>
 void softmax_kernel(const KernelCall<T>& call) {
@@ -23,6 +32,12 @@ void softmax_kernel(const KernelCall<T>& call) {
   const auto [outer, length, inner] = split_at_axis(shape, static_cast<std::int64_t>(axis));
   const T* x = call.real(0).data();
   T* y = call.output.real.data();
+  if (outer * inner == 0) return;  // no rows (a zero dim: no named path)
+  if constexpr (kLog) {
+    (inner > kInnerTile ? kLogSoftmaxSeveralTiles : kLogSoftmaxOneTile).hit();
+  } else {
+    (inner > kInnerTile ? kSoftmaxSeveralTiles : kSoftmaxOneTile).hit();
+  }
 
   const std::int64_t tiles_per_outer = (inner + kInnerTile - 1) / kInnerTile;
   const std::int64_t tile_work = std::min(inner, kInnerTile) * std::max<std::int64_t>(length, 1);

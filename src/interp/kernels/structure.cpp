@@ -5,12 +5,19 @@
 
 #include "../parallel.h"
 #include "families.h"
+#include "tensorgrad/ir/launch_paths.h"
 
 namespace tg::interp {
 
 namespace {
 
 constexpr std::int64_t kGrain = 4096;
+const SizeThreshold kGrainThreshold("interp", "structure", "grain", kGrain);
+
+// Row copies with no size- or layout-dependent branch: one path per op.
+const LaunchPath kNarrow("interp", "narrow", "kernel");
+const LaunchPath kPad("interp", "pad", "kernel");
+const LaunchPath kConcat("interp", "concat", "kernel");
 
 // Calls row(o) for every outer index, in chunks holding about kGrain output elements.
 template <class Row>
@@ -34,6 +41,7 @@ void on_storage(const KernelCall<T>& call, Body&& body) {
 
 template <class T>
 void narrow_kernel(const KernelCall<T>& call) {
+  kNarrow.hit();
   const auto axis = call.attrs().integer("axis");
   const auto start = call.attrs().integer("start");
   const auto length = call.attrs().integer("length");
@@ -51,6 +59,7 @@ void narrow_kernel(const KernelCall<T>& call) {
 
 template <class T>
 void pad_kernel(const KernelCall<T>& call) {
+  kPad.hit();
   const auto axis = call.attrs().integer("axis");
   const auto before = call.attrs().integer("before");
   const auto after = call.attrs().integer("after");
@@ -73,6 +82,7 @@ void pad_kernel(const KernelCall<T>& call) {
 
 template <class T>
 void concat_kernel(const KernelCall<T>& call) {
+  kConcat.hit();
   const auto axis = call.attrs().integer("axis");
   const Shape& out_shape = call.output_type.shape;
   const auto total = out_shape[static_cast<std::size_t>(axis)];
