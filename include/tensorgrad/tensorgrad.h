@@ -6,6 +6,7 @@
 #include "tensorgrad/ir/dtype.h"
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/ir/graph.h"
+#include "tensorgrad/ir/launch_paths.h"
 #include "tensorgrad/ir/ops/api.h"
 #include "tensorgrad/ir/ops/op_def.h"
 #include "tensorgrad/ir/shape.h"
