@@ -145,7 +145,14 @@ void record_dispatches(VkCommandBuffer c, RecordedProgram& r, const RecordingReq
           std::min<std::uint64_t>({info.max_compute_work_group_count[0], kMaxGroups,
                                    request.max_workgroups == 0 ? kMaxGroups : std::uint64_t{request.max_workgroups}});
       const auto groups = static_cast<std::uint32_t>(std::min(wanted, cap));
-      // TODO(paths): refuse a launch without a path once every kernel names one.
+      // Every kernel names the launch paths of its dispatches (kernels.h): one without is a kernel
+      // that forgot, which the path coverage would then never see.
+      if (l.paths.empty()) {
+        const Node& node = request.graph.nodes()[n];
+        throw Error("Vulkan dispatch of shader '" + l.shader + "' for '" + std::string(op_name(node.op)) +
+                    "' (value %" + std::to_string(node.output) + " of graph '" + request.graph.name() +
+                    "', created at " + node.loc.to_string() + ") names no launch path (KernelLaunch::paths)");
+      }
       for (const LaunchPath* path : l.paths) path->hit();
       grid_path(l.shader, wanted > cap).hit();
       const auto query = static_cast<std::uint32_t>(2 * dispatches);

@@ -3,8 +3,10 @@
 #include "vk/fusion.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -125,6 +127,35 @@ std::optional<std::uint32_t> op_code(OpId op) {
   }
 }
 
+// Every fusable op's step inside a fused window: vulkan/<op>/fused (their own dispatches are named
+// vulkan/<op>/own_kernel by the family kernels). Declared for the ops op_code() maps and broadcast_to.
+struct FusedOpPaths {
+  FusedOpPaths() {
+    for (std::size_t i = 0; i < kNumOps; ++i) {
+      const auto op = static_cast<OpId>(i);
+      if (op == OpId::BroadcastTo || op_code(op))
+        by_op[i] = std::make_unique<LaunchPath>("vulkan", op_name(op), "fused");
+    }
+  }
+  std::array<std::unique_ptr<LaunchPath>, kNumOps> by_op;
+};
+const FusedOpPaths kFusedOpPaths;
+
+// The fused window's kinds: how many values it stores, and which operand forms it reads (of the
+// output's shape, one element broadcast, periodic, spread: each a branch of the shader's loads).
+const LaunchPath kOneOutput{"vulkan", "fusion", "one_output"};
+const LaunchPath kSeveralOutputs{"vulkan", "fusion", "several_outputs"};
+const LaunchPath kSameShapeOperands{"vulkan", "fusion", "same_shape_operands"};
+const LaunchPath kScalarOperands{"vulkan", "fusion", "scalar_operands"};
+const LaunchPath kPeriodicOperands{"vulkan", "fusion", "periodic_operands"};
+const LaunchPath kSpreadOperands{"vulkan", "fusion", "spread_operands"};
+// Where the window ended (Fuser::pick_end): the whole window, or a chosen end because a shader
+// limit (steps, inputs, clamps) cut the window, or because the whole of it would store too many
+// values (or a bool).
+const LaunchPath kWholeWindow{"vulkan", "fusion", "whole_window"};
+const LaunchPath kCutAtLimit{"vulkan", "fusion", "cut_at_limit"};
+const LaunchPath kCutAtOutputs{"vulkan", "fusion", "cut_at_outputs"};
+
 // Whether `in` may be a register of a run whose values have type `out`: of the output's shape, a
 // single element (broadcast), periodic or spread.
 bool fusable_operand(const TensorType& in, const TensorType& out) {
@@ -224,9 +255,13 @@ class Run {
     push.n = static_cast<std::uint32_t>(type.size());
 
     std::uint32_t scalars = 0, periodics = 0, spreads = 0, output_registers = 0;
+    bool same_shape = false;
     for (std::size_t k = 0; k < inputs_.size(); ++k) {
       const TensorType& in = graph_.type(inputs_[k]);
-      if (in.shape == type.shape) continue;
+      if (in.shape == type.shape) {
+        same_shape = true;
+        continue;
+      }
       if (in.size() == 1) {
         scalars |= 1u << k;
       } else if (periodic(in, type)) {
@@ -262,6 +297,15 @@ class Run {
     }
     launch.label += ")";
     launch.extra_reads = inputs_;
+    launch.paths = {written.size() > 1 ? &kSeveralOutputs : &kOneOutput};
+    if (same_shape) launch.paths.push_back(&kSameShapeOperands);
+    if (scalars != 0) launch.paths.push_back(&kScalarOperands);
+    if (periodics != 0) launch.paths.push_back(&kPeriodicOperands);
+    if (spreads != 0) launch.paths.push_back(&kSpreadOperands);
+    for (NodeId n : nodes_) {
+      const LaunchPath* op = kFusedOpPaths.by_op[static_cast<std::size_t>(graph_.node(n).op)].get();
+      if (std::find(launch.paths.begin(), launch.paths.end(), op) == launch.paths.end()) launch.paths.push_back(op);
+    }
     return launch;
   }
 
@@ -300,7 +344,11 @@ class Fuser {
       }
       const auto [window, breaker] = grow(start);
       const std::size_t end = pick_end(window, breaker);
-      if (end > 0) emit({window.begin(), window.begin() + static_cast<std::ptrdiff_t>(end) + 1});
+      // pick_end takes the whole window first whenever no limit cut it and it may end there.
+      const LaunchPath& form = breaker != kNoNode         ? kCutAtLimit
+                               : end + 1 == window.size() ? kWholeWindow
+                                                          : kCutAtOutputs;
+      if (end > 0) emit({window.begin(), window.begin() + static_cast<std::ptrdiff_t>(end) + 1}, form);
       start = window[end] + 1;
     }
     return std::move(launches_);
@@ -382,11 +430,13 @@ class Fuser {
     return best;
   }
 
-  void emit(const std::vector<NodeId>& nodes) {
+  void emit(const std::vector<NodeId>& nodes, const LaunchPath& form) {
     Run run(graph_);
     for (NodeId n : nodes) run.add(n, *code(n));
     for (std::size_t k = 0; k + 1 < nodes.size(); ++k) launches_[static_cast<std::size_t>(nodes[k])].items = 0;
-    launches_[static_cast<std::size_t>(nodes.back())] = run.launch(written(nodes));
+    KernelLaunch& launch = launches_[static_cast<std::size_t>(nodes.back())];
+    launch = run.launch(written(nodes));
+    launch.paths.insert(launch.paths.begin() + 1, &form);
   }
 
   const Graph& graph_;

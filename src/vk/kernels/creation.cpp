@@ -9,7 +9,12 @@ namespace tg::vk {
 
 namespace {
 
-KernelLaunch fill(const Graph& graph, const Node& node, double value) {
+// One form each (no size-dependent launch logic).
+const LaunchPath kFull{"vulkan", "full", "kernel"};
+const LaunchPath kZeros{"vulkan", "zeros", "kernel"};
+const LaunchPath kOnes{"vulkan", "ones", "kernel"};
+
+KernelLaunch fill(const Graph& graph, const Node& node, double value, const LaunchPath& path) {
   const TensorType& type = graph.type(node.output);
   struct {
     std::uint32_t n;
@@ -23,12 +28,13 @@ KernelLaunch fill(const Graph& graph, const Node& node, double value) {
   append_pod(launch.push, push);
   launch.items = push.n;
   launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
+  launch.paths = {&path};
   return launch;
 }
 
-KernelLaunch full(const Graph& graph, const Node& node) { return fill(graph, node, node.attrs.real("value")); }
-KernelLaunch zeros(const Graph& graph, const Node& node) { return fill(graph, node, 0.0); }
-KernelLaunch ones(const Graph& graph, const Node& node) { return fill(graph, node, 1.0); }
+KernelLaunch full(const Graph& graph, const Node& node) { return fill(graph, node, node.attrs.real("value"), kFull); }
+KernelLaunch zeros(const Graph& graph, const Node& node) { return fill(graph, node, 0.0, kZeros); }
+KernelLaunch ones(const Graph& graph, const Node& node) { return fill(graph, node, 1.0, kOnes); }
 
 }  // namespace
 

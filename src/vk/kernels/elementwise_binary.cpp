@@ -4,6 +4,7 @@
 // has the output's shape the shader takes its contiguous fast path: uvec4 words, one per
 // invocation, no index arithmetic.
 #include <algorithm>
+#include <iterator>
 
 #include "tensorgrad/ir/error.h"
 #include "vk/kernels/kernels.h"
@@ -26,6 +27,19 @@ struct BinaryPush {
 static_assert(sizeof(BinaryPush) == 112);
 
 enum BinaryOp : std::uint32_t { add, sub, mul, div, minimum, maximum, less, greater, equal, where };
+
+// Each op's own dispatch (fusion.cpp names the fused ones), then the shader's form: every operand
+// at the output index (vec4 words) or broadcast strides.
+const LaunchPath kOwn[] = {{"vulkan", "add", "own_kernel"},     {"vulkan", "sub", "own_kernel"},
+                           {"vulkan", "mul", "own_kernel"},     {"vulkan", "div", "own_kernel"},
+                           {"vulkan", "minimum", "own_kernel"}, {"vulkan", "maximum", "own_kernel"},
+                           {"vulkan", "less", "own_kernel"},    {"vulkan", "greater", "own_kernel"},
+                           {"vulkan", "equal", "own_kernel"},   {"vulkan", "where", "own_kernel"}};  // by BinaryOp
+static_assert(std::size(kOwn) == where + 1);
+const LaunchPath kContiguous{"vulkan", "elementwise_binary", "contiguous"};
+const LaunchPath kBroadcast{"vulkan", "elementwise_binary", "broadcast"};
+// The contiguous form covers vec4 words and a tail of n % 4 elements (the fused kernel too).
+const SizeThreshold kVec4Threshold{"vulkan", "elementwise", "vec4_width", 4};
 
 KernelLaunch plan_broadcast(const Graph& graph, const Node& node, BinaryOp op) {
   const Shape& out = graph.type(node.output).shape;
@@ -89,6 +103,7 @@ KernelLaunch plan_broadcast(const Graph& graph, const Node& node, BinaryOp op) {
   // Fast path: one invocation per vec4, and at least one per trailing word (n % 4 of them).
   launch.items = contiguous ? std::max<std::uint64_t>(push.n / 4, push.n % 4) : push.n;
   launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
+  launch.paths = {&kOwn[op], contiguous ? &kContiguous : &kBroadcast};
   return launch;
 }
 

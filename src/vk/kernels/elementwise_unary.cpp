@@ -1,5 +1,7 @@
 // Launches of the unary elementwise family (shaders/elementwise_unary.comp): contiguous input and
 // output of the same shape, the op as a push constant.
+#include <iterator>
+
 #include "vk/kernels/kernels.h"
 
 namespace tg::vk {
@@ -32,6 +34,16 @@ enum UnaryOp : std::uint32_t {
   copy
 };
 
+// A fusable op's own dispatch (fusion.cpp names the fused ones); stop_gradient is not fusable.
+const LaunchPath kOwn[] = {
+    {"vulkan", "neg", "own_kernel"},      {"vulkan", "abs", "own_kernel"},     {"vulkan", "square", "own_kernel"},
+    {"vulkan", "sqrt", "own_kernel"},     {"vulkan", "rsqrt", "own_kernel"},   {"vulkan", "exp", "own_kernel"},
+    {"vulkan", "log", "own_kernel"},      {"vulkan", "sin", "own_kernel"},     {"vulkan", "cos", "own_kernel"},
+    {"vulkan", "tanh", "own_kernel"},     {"vulkan", "sigmoid", "own_kernel"}, {"vulkan", "relu", "own_kernel"},
+    {"vulkan", "gelu", "own_kernel"},     {"vulkan", "silu", "own_kernel"},    {"vulkan", "clamp", "own_kernel"},
+    {"vulkan", "stop_gradient", "kernel"}};  // by UnaryOp
+static_assert(std::size(kOwn) == copy + 1);
+
 template <UnaryOp Op>
 KernelLaunch plan(const Graph& graph, const Node& node) {
   UnaryPush push;
@@ -47,6 +59,7 @@ KernelLaunch plan(const Graph& graph, const Node& node) {
   append_pod(launch.push, push);
   launch.items = push.n;
   launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
+  launch.paths = {&kOwn[Op]};
   return launch;
 }
 

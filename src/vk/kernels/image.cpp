@@ -12,6 +12,7 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include "tensorgrad/ir/error.h"
 #include "vk/kernels/kernels.h"
@@ -30,6 +31,29 @@ constexpr std::int64_t kSerialWeightGradTerms = 256;
 // Pooling: compares per output (window taps) or per input element (covering windows x taps).
 constexpr std::int64_t kSerialPoolCompares = 4096;
 constexpr std::int64_t kIntMax = std::numeric_limits<std::int32_t>::max();
+
+const SizeThreshold kSerialConvThreshold{"vulkan", "conv2d", "serial_max_terms", kSerialConvTerms};
+const SizeThreshold kSerialWeightGradThreshold{"vulkan", "conv2d_weight_grad", "serial_max_terms",
+                                               kSerialWeightGradTerms};
+const SizeThreshold kSerialPoolThreshold{"vulkan", "max_pool2d", "serial_max_compares", kSerialPoolCompares};
+
+// Per convolution op: one invocation per output (mode 1), a workgroup per output (mode 0), chunks
+// across workgroups (mode 2) and their ordered sum.
+struct ConvPaths {
+  explicit ConvPaths(std::string_view op)
+      : serial("vulkan", op, "serial"),
+        workgroup("vulkan", op, "workgroup_per_output"),
+        chunks("vulkan", op, "chunks"),
+        chunk_sum("vulkan", op, "chunk_sum") {}
+  LaunchPath serial, workgroup, chunks, chunk_sum;
+};
+const ConvPaths kConvPaths[] = {ConvPaths("conv2d"), ConvPaths("conv2d_input_grad"),
+                                ConvPaths("conv2d_weight_grad")};  // by ConvOp
+// Pooling: one invocation per output (mode 1) or a workgroup per output (mode 0).
+const LaunchPath kPoolSerial{"vulkan", "max_pool2d", "serial"};
+const LaunchPath kPoolWorkgroup{"vulkan", "max_pool2d", "workgroup_per_output"};
+const LaunchPath kPoolGradSerial{"vulkan", "max_pool2d_grad", "serial"};
+const LaunchPath kPoolGradWorkgroup{"vulkan", "max_pool2d_grad", "workgroup_per_output"};
 
 [[noreturn]] void refuse(const Graph& graph, const Node& node, const std::string& why) {
   std::string types;
@@ -142,13 +166,15 @@ KernelLaunch plan_conv(const Graph& graph, const Node& node, ConvOp op) {
           : loop_passes(u(g.n), loop_passes(u(g.oh), loop_passes(u(g.ow)), 1), 2);
   const std::uint64_t body = serial ? serial_passes : loop_passes(ceil_div(push.span, kGroupSize)) + loop_passes(8);
   launch.loop_passes = loop_passes(grid_iterations(launch.items, kGroupSize), body, serial ? 3 : 2) + 16;
+  const ConvPaths& paths = kConvPaths[op];
+  launch.paths = {serial ? &paths.serial : parts > 1 ? &paths.chunks : &paths.workgroup};
   append_pod(launch.push, push);
   if (parts > 1) {
     launch.bindings.back() = kScratch;
     launch.scratch_bytes = 4 * static_cast<std::uint64_t>(rows) * parts;
     launch.label = std::string(op_name(node.op)) + " (chunks)";
     launch.then.push_back(ordered_sum_of_partials(node.output, static_cast<std::uint64_t>(rows), parts,
-                                                  std::string(op_name(node.op)) + " (chunk sum)"));
+                                                  std::string(op_name(node.op)) + " (chunk sum)", paths.chunk_sum));
   }
   return launch;
 }
@@ -216,6 +242,7 @@ KernelLaunch plan_pool(const Graph& graph, const Node& node, bool grad) {
   const std::uint64_t per_row =
       grad ? loop_passes(u(std::min(per_axis, oh)), loop_passes(u(std::min(per_axis, ow)), window, 2), 3) : window;
   launch.loop_passes = loop_passes(grid_iterations(launch.items, kGroupSize), per_row, grad ? 4 : 2) + 16;
+  launch.paths = {grad ? (serial ? &kPoolGradSerial : &kPoolGradWorkgroup) : (serial ? &kPoolSerial : &kPoolWorkgroup)};
   append_pod(launch.push, push);
   return launch;
 }

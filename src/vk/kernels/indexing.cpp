@@ -26,6 +26,21 @@ constexpr std::uint32_t kGroupSize = 256;
 // columns than softmax's rows (cover_rows()); past this a workgroup per element keeps each invocation's
 // loop well below llvmpipe's 65535-iteration cap.
 constexpr std::int64_t kSerialScatterLength = 256;
+const SizeThreshold kSerialScatterThreshold{"vulkan", "scatter_add", "serial_max_length", kSerialScatterLength};
+
+// One form each: the index ops without modes and where_causal.
+const LaunchPath kOneHot{"vulkan", "one_hot", "kernel"};
+const LaunchPath kEmbedding{"vulkan", "embedding", "kernel"};
+const LaunchPath kTakeAlongAxis{"vulkan", "take_along_axis", "kernel"};
+const LaunchPath kWhereCausal{"vulkan", "where_causal", "kernel"};
+// scatter_add's modes: serial columns (1), a workgroup per output (0), chunks across workgroups (2)
+// and the chunk sum after them.
+const LaunchPath kScatterSerial{"vulkan", "scatter_add", "serial"};
+const LaunchPath kScatterWorkgroup{"vulkan", "scatter_add", "workgroup_per_output"};
+const LaunchPath kScatterChunks{"vulkan", "scatter_add", "chunks"};
+const LaunchPath kScatterChunkSum{"vulkan", "scatter_add", "chunk_sum"};
+// softmax_causal's row modes (cover_rows).
+const RowModePaths kCausalRows{"softmax_causal"};
 
 // The shaders index every value with 32-bit unsigned arithmetic, and each flat offset they form
 // is below some bound value's element count, so all counts must fit 32 bits.
@@ -60,6 +75,7 @@ KernelLaunch plan_one_hot(const Graph& graph, const Node& node) {
   launch.items = static_cast<std::uint64_t>(graph.type(node.output).size());  // >= count: depth >= 1
   launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
   launch.index_check = IndexCheck{node.inputs[0], depth, "index"};
+  launch.paths = {&kOneHot};
   append_pod(launch.push, push);
   return launch;
 }
@@ -85,6 +101,7 @@ KernelLaunch plan_embedding(const Graph& graph, const Node& node) {
   launch.items = static_cast<std::uint64_t>(std::max(count, graph.type(node.output).size()));
   launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
   launch.index_check = IndexCheck{node.inputs[1], table[0], "index"};
+  launch.paths = {&kEmbedding};
   append_pod(launch.push, push);
   return launch;
 }
@@ -115,6 +132,7 @@ KernelLaunch plan_take_along_axis(const Graph& graph, const Node& node) {
   launch.items = static_cast<std::uint64_t>(count);  // the output has the indices' shape
   launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
   launch.index_check = IndexCheck{node.inputs[1], x_extent, "index"};
+  launch.paths = {&kTakeAlongAxis};
   append_pod(launch.push, push);
   return launch;
 }
@@ -160,6 +178,7 @@ KernelLaunch plan_scatter_add(const Graph& graph, const Node& node) {
   launch.items = std::max(main_items, static_cast<std::uint64_t>(count));
   launch.group_size = kGroupSize;
   launch.index_check = IndexCheck{node.inputs[1], size, "index"};
+  launch.paths = {push.mode == 1u ? &kScatterSerial : push.mode == 2u ? &kScatterChunks : &kScatterWorkgroup};
   // The index check's grid-stride loop, then the output loop around a column loop (serial: all of
   // K; workgroups: span / 256 and the tree); the other mode's loops once, masked.
   const std::uint64_t iterations = grid_iterations(launch.items, kGroupSize);
@@ -171,8 +190,8 @@ KernelLaunch plan_scatter_add(const Graph& graph, const Node& node) {
     launch.bindings.back() = kScratch;
     launch.scratch_bytes = 4 * static_cast<std::uint64_t>(rows) * parts;
     launch.label = "scatter_add (chunks)";
-    launch.then.push_back(
-        ordered_sum_of_partials(node.output, static_cast<std::uint64_t>(rows), parts, "scatter_add (chunk sum)"));
+    launch.then.push_back(ordered_sum_of_partials(node.output, static_cast<std::uint64_t>(rows), parts,
+                                                  "scatter_add (chunk sum)", kScatterChunkSum));
   }
   return launch;
 }
@@ -195,7 +214,7 @@ KernelLaunch plan_softmax_causal(const Graph& graph, const Node& node) {
   KernelLaunch launch;
   launch.shader = "softmax_causal";
   launch.bindings = {node.inputs[0], node.output};
-  push.mode = cover_rows(launch, op_name(node.op), length, rows);
+  push.mode = cover_rows(launch, op_name(node.op), length, rows, kCausalRows);
   // Not split: a row is one of T rows of a [..., T, T] matrix, so at most 65536 long for 32-bit
   // element counts (3 x 256 passes per invocation in mode 0).
   launch.loop_passes = row_mode_passes(push.mode, length, rows, 3, 2);
@@ -223,6 +242,7 @@ KernelLaunch plan_where_causal(const Graph& graph, const Node& node) {
   launch.bindings = {node.inputs[0], node.output};
   launch.items = push.count;
   launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
+  launch.paths = {&kWhereCausal};
   append_pod(launch.push, push);
   return launch;
 }

@@ -137,8 +137,10 @@ class ScopedLoopLimitForTesting {
 // The second dispatch of a split reduction (shaders/matmul_split_sum.comp): `output`[i] = the sum of
 // the node's scratch [parts, n] over the parts in ascending order (split-K matmul partials,
 // sum_to_shape's block partials, conv2d's and scatter_add's chunk sums), 32 partials a loop pass.
-// Defined in matmul.cpp.
-KernelLaunch ordered_sum_of_partials(ValueId output, std::uint64_t n, std::uint64_t parts, std::string label);
+// `path` is the caller's (e.g. vulkan/matmul/split_k_sum), listed before the helper's own
+// (vec4 or scalar partial rows). Defined in matmul.cpp.
+KernelLaunch ordered_sum_of_partials(ValueId output, std::uint64_t n, std::uint64_t parts, std::string label,
+                                     const LaunchPath& path);
 
 // Long rows split across workgroups (reduce, softmax, the losses' sums): a row longer than
 // kChunkLength terms is cut into chunks of kChunkLength, a workgroup each, when the rows are too
@@ -154,9 +156,10 @@ std::uint64_t row_chunks(std::int64_t length, std::int64_t rows);
 // start of the node's scratch into the one-element `output` (shaders/reduce_split.comp: chunk
 // partials after the values, then their combine). Returns the scratch bytes the values and the
 // partials need. For a scratch vector too long for one workgroup's loops (the losses' sums).
-// Defined in reduce.cpp.
+// `path` is the caller's, listed on both dispatches before the helper's own (chunks, and a serial
+// or workgroup combine). Defined in reduce.cpp.
 std::uint64_t append_scratch_sum(KernelLaunch& launch, ValueId output, std::uint64_t count, bool mean,
-                                 const std::string& op);
+                                 const std::string& op, const LaunchPath& path);
 
 // A matmul operand as a launch reads it: `value` holds the operand itself, or (transposed) the
 // operand with its last two axes swapped: [..., K, M] for the lhs, [..., N, K] for the rhs.
@@ -184,8 +187,20 @@ std::vector<const KernelLaunch*> launch_steps(const KernelLaunch& launch);
 // up to 1024 terms, at least 128 of them, a 32-invocation segment each, 8 per workgroup (2, "row
 // segments": a workgroup per row would spend a whole workgroup's 8-level tree on 128 terms); the
 // rest a workgroup each (0). Sets launch.items for `rows` rows (workgroups of 256) and labels a
-// segmented launch "<op> (row segments)"; returns the mode. Defined in reduce.cpp.
-std::uint32_t cover_rows(KernelLaunch& launch, std::string_view op, std::int64_t length, std::int64_t rows);
+// segmented launch "<op> (row segments)"; sets launch.paths to the mode's path of `paths` (one
+// set per kernel or op: vulkan/<kernel>/row_per_invocation, row_segments, workgroup_per_row);
+// returns the mode. Defined in reduce.cpp.
+struct RowModePaths {
+  explicit RowModePaths(std::string_view kernel)
+      : per_invocation("vulkan", kernel, "row_per_invocation"),
+        segments("vulkan", kernel, "row_segments"),
+        workgroup("vulkan", kernel, "workgroup_per_row") {}
+  LaunchPath per_invocation;  // mode 1
+  LaunchPath segments;        // mode 2
+  LaunchPath workgroup;       // mode 0
+};
+std::uint32_t cover_rows(KernelLaunch& launch, std::string_view op, std::int64_t length, std::int64_t rows,
+                         const RowModePaths& paths);
 
 // Loop passes of one invocation of the row modes above over `rows` rows of `length` terms, with
 // `loops` loops over a row's terms (reduce 1, softmax 3) and `trees` shared-memory trees per row

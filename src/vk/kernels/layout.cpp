@@ -30,6 +30,33 @@ struct Axes {
   std::vector<std::int64_t> dims, strides;
 };
 
+// The strided copy's two forms: rank 0 after collapsing (one contiguous run) or strided axes.
+// reshape is always the former; broadcast_to, fusable, also names its own dispatch.
+const LaunchPath kReshape{"vulkan", "reshape", "kernel"};
+const LaunchPath kPermuteContiguous{"vulkan", "permute", "contiguous_copy"};
+const LaunchPath kPermuteStrided{"vulkan", "permute", "strided_copy"};
+const LaunchPath kSwapAxesContiguous{"vulkan", "swap_axes", "contiguous_copy"};
+const LaunchPath kSwapAxesStrided{"vulkan", "swap_axes", "strided_copy"};
+const LaunchPath kBroadcastOwn{"vulkan", "broadcast_to", "own_kernel"};
+const LaunchPath kBroadcastContiguous{"vulkan", "broadcast_to", "contiguous_copy"};
+const LaunchPath kBroadcastStrided{"vulkan", "broadcast_to", "strided_copy"};
+const LaunchPath kArange{"vulkan", "arange", "kernel"};
+
+// sum_to_shape's forms (see sum_to_shape() below): the row form's sum_rows.comp (one block, or
+// block partials and their ordered sum), and the modes of sum_to_shape.comp.
+const LaunchPath kSumRowBlock{"vulkan", "sum_to_shape", "row_block"};
+const LaunchPath kSumRowBlockPartials{"vulkan", "sum_to_shape", "row_block_partials"};
+const LaunchPath kSumRowBlockSum{"vulkan", "sum_to_shape", "row_block_sum"};
+const LaunchPath kSumSerial{"vulkan", "sum_to_shape", "per_output_serial"};                 // mode 0, short
+const LaunchPath kSumGroupBlocks{"vulkan", "sum_to_shape", "per_output_workgroup_blocks"};  // mode 0, long
+const LaunchPath kSumStagedOne{"vulkan", "sum_to_shape", "staged_workgroup_per_output"};    // mode 1
+const LaunchPath kSumStagedRows{"vulkan", "sum_to_shape", "staged_rows"};                   // mode 2
+const LaunchPath kSumContiguousShort{"vulkan", "sum_to_shape", "contiguous_rows_short"};    // mode 3, <= 128
+const LaunchPath kSumContiguousLong{"vulkan", "sum_to_shape", "contiguous_rows_long"};      // mode 3, > 128
+const LaunchPath kSumBlockPartials{"vulkan", "sum_to_shape", "block_partials"};             // mode 4
+const LaunchPath kSumBlockSum{"vulkan", "sum_to_shape", "block_sum"};
+const LaunchPath kSumContiguousLongRows{"vulkan", "sum_to_shape", "contiguous_long_rows"};  // mode 5
+
 // Drops extent-1 axes and merges axis d into the one before it where the input continues
 // contiguously (stride_prev == stride_d * dim_d); the row-major order of the output is kept.
 Axes collapse(const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& strides) {
@@ -75,6 +102,22 @@ KernelLaunch gather(const Graph& graph, const Node& node, const std::vector<std:
   append_pod(launch.push, push);
   launch.items = push.n;
   launch.loop_passes = grid_stride_passes(launch.items, launch.group_size, loop_passes(kMaxRank), 1);  // axis loop
+  // The op's paths, by form.
+  const bool strided = push.rank > 0;
+  switch (node.op) {
+    case OpId::Reshape:
+      launch.paths = {&kReshape};
+      break;
+    case OpId::Permute:
+      launch.paths = {strided ? &kPermuteStrided : &kPermuteContiguous};
+      break;
+    case OpId::SwapAxes:
+      launch.paths = {strided ? &kSwapAxesStrided : &kSwapAxesContiguous};
+      break;
+    default:  // broadcast_to
+      launch.paths = {&kBroadcastOwn, strided ? &kBroadcastStrided : &kBroadcastContiguous};
+      break;
+  }
   return launch;
 }
 
@@ -152,6 +195,20 @@ constexpr std::uint64_t kLongRowBlocks = 16;
 // then matmul_split_sum): the one-workgroup form's invocation 0 adds every block partial itself,
 // 257 loop passes per 256 blocks, which past a few thousand blocks nears llvmpipe's loop limit.
 constexpr std::uint64_t kMaxOneDispatchBlocks = 2048;
+
+const SizeThreshold kSumBlockThreshold{"vulkan", "sum_to_shape", "block_terms", kSumBlock};
+const SizeThreshold kMinRowsFormThreshold{"vulkan", "sum_to_shape", "staged_min_terms", kMinRowsForm};
+const SizeThreshold kStagedOutputsThreshold{"vulkan", "sum_to_shape", "workgroup_per_output_max_outputs",
+                                            kMaxStagedOutputs};
+const SizeThreshold kStagedRowsThreshold{"vulkan", "sum_to_shape", "staged_rows_per_workgroup", kStagedRows};
+const SizeThreshold kContiguousShortThreshold{"vulkan", "sum_to_shape", "contiguous_rows_short_max_terms", 128};
+const SizeThreshold kLongRowsThreshold{"vulkan", "sum_to_shape", "contiguous_long_rows_max_terms",
+                                       static_cast<std::int64_t>(kLongRowBlocks) * kSumBlock};
+const SizeThreshold kOneDispatchBlocksThreshold{"vulkan", "sum_to_shape", "one_dispatch_max_blocks",
+                                                static_cast<std::int64_t>(kMaxOneDispatchBlocks)};
+const SizeThreshold kOneDispatchTermsThreshold{"vulkan", "sum_to_shape", "one_dispatch_max_terms",
+                                               static_cast<std::int64_t>(kMaxOneDispatchBlocks) * kSumBlock};
+const SizeThreshold kRowFormColumnsThreshold{"vulkan", "sum_to_shape", "row_block_columns", 32};
 
 // Loop passes of one invocation of sum_to_shape.comp (kernels.h): start_of()'s axis loop, and
 // sum_range()'s loop of 4 terms a pass with its tail, for `terms` terms.
@@ -245,6 +302,7 @@ KernelLaunch sum_to_shape(const Graph& graph, const Node& node) {
     launch.shader = "sum_rows";
     launch.label = "sum_to_shape (row blocks)";
     launch.bindings = {node.inputs[0], blocks == 1 ? node.output : kScratch};
+    launch.paths = {blocks == 1 ? &kSumRowBlock : &kSumRowBlockPartials};
     append_pod(launch.push, rows_push);
     launch.items = static_cast<std::uint64_t>(blocks * chunks) * 256;
     // The tile loop: staging is unrolled; a column's rows are added 8 a pass, then the tail.
@@ -252,7 +310,8 @@ KernelLaunch sum_to_shape(const Graph& graph, const Node& node) {
     if (blocks == 1) return launch;
     launch.scratch_bytes = 4 * static_cast<std::uint64_t>(blocks * cols);
     launch.then.push_back(ordered_sum_of_partials(node.output, static_cast<std::uint64_t>(cols),
-                                                  static_cast<std::uint64_t>(blocks), "sum_to_shape (block sum)"));
+                                                  static_cast<std::uint64_t>(blocks), "sum_to_shape (block sum)",
+                                                  kSumRowBlockSum));
     return launch;
   }
   // Few outputs with preimages of kMinRowsForm..kSumBlock terms: a workgroup per output loads the
@@ -287,7 +346,9 @@ KernelLaunch sum_to_shape(const Graph& graph, const Node& node) {
     launch.items = std::uint64_t{push.n} * blocks;
     launch.scratch_bytes = 4 * launch.items;
     launch.loop_passes = sum_to_shape_passes(4, static_cast<std::uint64_t>(len), push.n, launch.items, 256);
-    launch.then.push_back(ordered_sum_of_partials(node.output, push.n, blocks, "sum_to_shape (block sum)"));
+    launch.paths = {&kSumBlockPartials};
+    launch.then.push_back(
+        ordered_sum_of_partials(node.output, push.n, blocks, "sum_to_shape (block sum)", kSumBlockSum));
     return launch;
   }
   if (push.staged == 2 || push.staged == 3 || push.staged == 5) {
@@ -298,9 +359,14 @@ KernelLaunch sum_to_shape(const Graph& graph, const Node& node) {
     launch.items = ceil_div(push.n, rows) * launch.group_size;
     if (push.staged == 3) launch.label = "sum_to_shape (contiguous rows)";
     if (push.staged == 5) launch.label = "sum_to_shape (contiguous long rows)";
+    launch.paths = {push.staged == 2   ? &kSumStagedRows
+                    : push.staged == 5 ? &kSumContiguousLongRows
+                    : len <= 128       ? &kSumContiguousShort
+                                       : &kSumContiguousLong};
   } else {
     const bool group_per_output = len > kSumBlock || push.staged != 0;
     launch.items = group_per_output ? std::uint64_t{push.n} * launch.group_size : push.n;
+    launch.paths = {push.staged == 1 ? &kSumStagedOne : group_per_output ? &kSumGroupBlocks : &kSumSerial};
   }
   launch.loop_passes =
       sum_to_shape_passes(push.staged, static_cast<std::uint64_t>(len), push.n, launch.items, launch.group_size);
@@ -319,6 +385,7 @@ KernelLaunch arange(const Graph& graph, const Node& node) {
   append_pod(launch.push, push);
   launch.items = push.n;
   launch.loop_passes = grid_stride_passes(launch.items, launch.group_size);
+  launch.paths = {&kArange};
   return launch;
 }
 

@@ -13,6 +13,8 @@
 // llvmpipe's loop limit (kernels.h) for 2^24 rows. The targets are checked through the executor's
 // index check (IndexCheck, "target"), as the interpreter's RuntimeError.
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "tensorgrad/ir/error.h"
 #include "vk/kernels/kernels.h"
@@ -35,6 +37,28 @@ constexpr std::uint64_t kOneDispatchTermSlices = 1024;
 // Passes of the loops of losses.comp's branches a launch does not take (each runs once, masked).
 constexpr std::uint64_t kMaskedPasses = 16;
 enum : std::uint32_t { kNone = 0, kMean = 1, kSum = 2 };
+
+const SizeThreshold kSerialClassesThreshold{"vulkan", "losses", "serial_max_classes", kSerialClasses};
+const SizeThreshold kOneDispatchRowsThreshold{"vulkan", "losses", "one_dispatch_max_rows", kOneDispatchRows};
+const SizeThreshold kOneDispatchSlicesThreshold{"vulkan", "losses", "one_dispatch_max_term_slices",
+                                                static_cast<std::int64_t>(kOneDispatchTermSlices)};
+const SizeThreshold kSliceThreshold{"vulkan", "losses", "workgroup_row_slice_classes", kGroupSize};
+
+// Per op, the reduction's forms: row losses out (none), one workgroup doing it all, or row losses
+// into scratch then their sum (one workgroup's partials_sum, or append_scratch_sum's split sum).
+// cross_entropy's row computing dispatches also name their row mode.
+struct LossPaths {
+  explicit LossPaths(std::string_view op)
+      : no_reduction("vulkan", op, "no_reduction"),
+        one_dispatch("vulkan", op, "one_dispatch"),
+        rows_to_scratch("vulkan", op, "rows_to_scratch"),
+        partials_sum("vulkan", op, "partials_sum"),
+        scratch_sum("vulkan", op, "scratch_sum") {}
+  LaunchPath no_reduction, one_dispatch, rows_to_scratch, partials_sum, scratch_sum;
+};
+const LossPaths kLossPaths[] = {LossPaths("nll_loss"), LossPaths("cross_entropy")};  // by op code
+const LaunchPath kSerialRows{"vulkan", "cross_entropy", "serial_rows"};
+const LaunchPath kWorkgroupRows{"vulkan", "cross_entropy", "workgroup_rows"};
 
 struct LossPush {
   std::uint32_t op = 0;
@@ -85,12 +109,21 @@ KernelLaunch plan_loss(const Graph& graph, const Node& node, std::uint32_t op) {
   const std::uint64_t row_loop = loop_passes(grid_iterations(row_items, kGroupSize), row_passes, 2) + kMaskedPasses;
   const bool one_dispatch =
       positions <= kOneDispatchRows && (push.mode == kSerial || rows * slices <= kOneDispatchTermSlices);
+  const LossPaths& paths = kLossPaths[op];
+  // The row mode, on the dispatches that compute row losses.
+  const auto with_mode = [&](const LaunchPath& path) {
+    std::vector<const LaunchPath*> out{&path};
+    if (op == kCrossEntropy) out.push_back(push.mode == kSerial ? &kSerialRows : &kWorkgroupRows);
+    return out;
+  };
   if (push.reduction == kNone) {
     launch.items = row_items;
     launch.loop_passes = row_loop;
+    launch.paths = with_mode(paths.no_reduction);
   } else if (one_dispatch) {
     // One workgroup, even for no rows: the scalar output (0 or NaN) must still be written.
     launch.items = kGroupSize;
+    launch.paths = with_mode(paths.one_dispatch);
     launch.loop_passes = (push.mode == kSerial ? loop_passes(ceil_div(rows, kGroupSize), row_passes, 2)
                                                : loop_passes(rows, row_passes, 2)) +
                          kMaskedPasses;
@@ -103,10 +136,11 @@ KernelLaunch plan_loss(const Graph& graph, const Node& node, std::uint32_t op) {
     launch.items = row_items;
     launch.loop_passes = row_loop;
     launch.label = std::string(op_name(node.op)) + " (rows)";
+    launch.paths = with_mode(paths.rows_to_scratch);
     if (row_chunks(positions, 1) > 1) {
-      launch.scratch_bytes =
-          append_scratch_sum(launch, node.output, rows, push.reduction == kMean,
-                             std::string(op_name(node.op)) + (push.reduction == kMean ? " (mean)" : " (sum)"));
+      launch.scratch_bytes = append_scratch_sum(
+          launch, node.output, rows, push.reduction == kMean,
+          std::string(op_name(node.op)) + (push.reduction == kMean ? " (mean)" : " (sum)"), paths.scratch_sum);
       return launch;
     }
     KernelLaunch add;  // the same pipeline; binds the node's status word, never writes it
@@ -119,6 +153,7 @@ KernelLaunch plan_loss(const Graph& graph, const Node& node, std::uint32_t op) {
     add.group_size = kGroupSize;
     add.loop_passes = loop_passes(ceil_div(rows, kGroupSize)) + kMaskedPasses;
     add.label = std::string(op_name(node.op)) + " (" + (push.reduction == kMean ? "mean" : "sum") + ")";
+    add.paths = {&paths.partials_sum};
     launch.then.push_back(std::move(add));
     return launch;
   }

@@ -81,6 +81,52 @@ static_assert(sizeof(MatmulPush) == 48);
 
 constexpr std::uint64_t kSplitSumUnroll = 32;  // = UNROLL in shaders/matmul_split_sum.comp
 
+// The launch's branches. Every dispatch names its tiling first, then its operand layout (2-D rhs:
+// the lhs's leading dims folded into M; batched), its K ranges (one; split_k: even ranges over
+// `splits` batches; ragged_k: the loop-limit ranges with a shorter last one, RAGGED_K), the
+// transposed reads (A_T, B_T) and the vec4 or scalar loads its flags pick.
+const LaunchPath kSmallTiles{"vulkan", "matmul", "small_tiles"};
+const LaunchPath kLargeTiles{"vulkan", "matmul", "large_tiles"};
+const LaunchPath kFolded{"vulkan", "matmul", "folded"};
+const LaunchPath kBatched{"vulkan", "matmul", "batched"};
+const LaunchPath kUnsplit{"vulkan", "matmul", "unsplit"};
+const LaunchPath kSplitK{"vulkan", "matmul", "split_k"};
+const LaunchPath kRaggedK{"vulkan", "matmul", "ragged_k"};
+const LaunchPath kZeroK{"vulkan", "matmul", "zero_k"};  // empty operands, zeros written
+const LaunchPath kTransposedLhs{"vulkan", "matmul", "transposed_lhs"};
+const LaunchPath kTransposedRhs{"vulkan", "matmul", "transposed_rhs"};
+const LaunchPath kVec4A{"vulkan", "matmul", "vec4_a"};
+const LaunchPath kScalarA{"vulkan", "matmul", "scalar_a"};
+const LaunchPath kVec4BC{"vulkan", "matmul", "vec4_bc"};
+const LaunchPath kScalarBC{"vulkan", "matmul", "scalar_bc"};
+const LaunchPath kVec4BT{"vulkan", "matmul", "vec4_bt"};      // transposed rhs rows as vec4 (VEC_BT)
+const LaunchPath kScalarBT{"vulkan", "matmul", "scalar_bt"};  // transposed rhs read element-wise
+const LaunchPath kSplitKSum{"vulkan", "matmul", "split_k_sum"};
+// ordered_sum_of_partials' own: whole vec4s of outputs, or one output per invocation.
+const LaunchPath kPartialsVec4{"vulkan", "ordered_sum_of_partials", "vec4"};
+const LaunchPath kPartialsScalar{"vulkan", "ordered_sum_of_partials", "scalar"};
+
+// Sizes where the launch changes: tile edges, the tiling switch, the split conditions in K (the
+// work condition k * tile^2 / 256 >= kMinSplitWork as K per tiling), the loop-limit K ranges, the
+// vec4 loads (K, M, N multiples of 4).
+const SizeThreshold kSmallTileThreshold{"vulkan", "matmul", "small_tile", kSmallTile};
+const SizeThreshold kLargeTileThreshold{"vulkan", "matmul", "large_tile_min_m_n", kLargeTile};
+const SizeThreshold kLargeTileMinThreshold{"vulkan", "matmul", "large_tiles_min_tiles", kLargeTileMin};
+const SizeThreshold kTargetGroupsThreshold{"vulkan", "matmul", "split_k_below_tiles", kTargetGroups};
+const SizeThreshold kFewTilesThreshold{"vulkan", "matmul", "few_tiles", kFewTiles};
+const SizeThreshold kMinSplitKThreshold{"vulkan", "matmul", "min_split_k_range", kMinSplitK};
+const SizeThreshold kFewTilesKThreshold{"vulkan", "matmul", "few_tiles_split_min_k", 4 * kMinSplitK};
+const SizeThreshold kSplitWorkSmallThreshold{"vulkan", "matmul", "split_work_min_k_small_tiles",
+                                             kMinSplitWork* kGroupSize / (kSmallTile * kSmallTile)};
+const SizeThreshold kSplitWorkLargeThreshold{"vulkan", "matmul", "split_work_min_k_large_tiles",
+                                             kMinSplitWork* kGroupSize / (kLargeTile * kLargeTile)};
+const SizeThreshold kMaxRangeSmallThreshold{"vulkan", "matmul", "max_k_range_small_tiles", kMaxSliceLoops * 16};
+const SizeThreshold kMaxRangeLargeThreshold{"vulkan", "matmul", "max_k_range_large_tiles", kMaxSliceLoops * 8};
+const SizeThreshold kKRangeMultipleThreshold{"vulkan", "matmul", "k_range_multiple", 16};
+const SizeThreshold kVec4Threshold{"vulkan", "matmul", "vec4_width", 4};
+const SizeThreshold kSplitSumUnrollThreshold{"vulkan", "ordered_sum_of_partials", "unrolled_parts",
+                                             static_cast<std::int64_t>(kSplitSumUnroll)};
+
 struct SplitSumPush {
   std::uint32_t n = 0;
   std::uint32_t splits = 0;
@@ -184,6 +230,20 @@ KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOpe
     if (ragged) launch.specialization.push_back(1u);
   }
 
+  launch.paths = {large ? &kLargeTiles : &kSmallTiles, batched ? &kBatched : &kFolded,
+                  k == 0       ? &kZeroK
+                  : ragged     ? &kRaggedK
+                  : splits > 1 ? &kSplitK
+                               : &kUnsplit};
+  if (k > 0) {
+    if (lhs.transposed) launch.paths.push_back(&kTransposedLhs);
+    if (rhs.transposed) launch.paths.push_back(&kTransposedRhs);
+    launch.paths.push_back(vec_a ? &kVec4A : &kScalarA);
+    if (rhs.transposed) launch.paths.push_back(vec_bt ? &kVec4BT : &kScalarBT);
+  }
+  // C's stores (and an untransposed B's loads) follow FLAG_VEC_BC.
+  launch.paths.push_back(n % 4 == 0 ? &kVec4BC : &kScalarBC);
+
   const std::uint64_t groups = tiles * static_cast<std::uint64_t>(splits);
   if (groups > std::numeric_limits<std::uint32_t>::max()) {
     throw Error("Vulkan kernel for 'matmul': " + std::to_string(groups) + " output tiles exceed 32-bit indexing");
@@ -196,8 +256,8 @@ KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOpe
     const std::uint64_t outputs = static_cast<std::uint64_t>(m * n);
     launch.scratch_bytes = 4 * outputs * static_cast<std::uint64_t>(splits);
     launch.label = "matmul (split-K x" + std::to_string(splits) + ")";
-    launch.then.push_back(
-        ordered_sum_of_partials(node.output, outputs, static_cast<std::uint64_t>(splits), "matmul (split-K sum)"));
+    launch.then.push_back(ordered_sum_of_partials(node.output, outputs, static_cast<std::uint64_t>(splits),
+                                                  "matmul (split-K sum)", kSplitKSum));
   }
   return launch;
 }
@@ -216,7 +276,8 @@ KernelLaunch plan_matmul(const Graph& graph, const Node& node) {
 
 }  // namespace
 
-KernelLaunch ordered_sum_of_partials(ValueId output, std::uint64_t n, std::uint64_t parts, std::string label) {
+KernelLaunch ordered_sum_of_partials(ValueId output, std::uint64_t n, std::uint64_t parts, std::string label,
+                                     const LaunchPath& path) {
   KernelLaunch sum;
   sum.shader = "matmul_split_sum";
   sum.label = std::move(label);
@@ -224,6 +285,7 @@ KernelLaunch ordered_sum_of_partials(ValueId output, std::uint64_t n, std::uint6
   const SplitSumPush push{static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(parts), n % 4 == 0 ? 1u : 0u};
   append_pod(sum.push, push);
   sum.items = n % 4 == 0 ? n / 4 : n;
+  sum.paths = {&path, n % 4 == 0 ? &kPartialsVec4 : &kPartialsScalar};
   // Per output: the partials kSplitSumUnroll a pass, then the tail; the other variant's loops once.
   sum.loop_passes = loop_passes(grid_iterations(sum.items, sum.group_size),
                                 loop_passes(parts / kSplitSumUnroll) + loop_passes(kSplitSumUnroll - 1), 2) +

@@ -15,6 +15,10 @@ namespace {
 
 constexpr std::uint32_t kGroupSize = 256;
 
+// One form each (no size-dependent launch logic).
+const LaunchPath kRandn{"vulkan", "randn", "kernel"};
+const LaunchPath kDropout{"vulkan", "dropout", "kernel"};
+
 struct RandnPush {
   std::uint32_t salt = 0;
   std::uint32_t count = 0;
@@ -55,6 +59,7 @@ KernelLaunch plan_randn(const Graph& graph, const Node& node) {
   launch.group_size = kGroupSize;
   launch.items = push.count;
   launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
+  launch.paths = {&kRandn};
   append_pod(launch.push, push);
   return launch;
 }
@@ -78,6 +83,7 @@ KernelLaunch plan_dropout(const Graph& graph, const Node& node) {
   launch.group_size = kGroupSize;
   launch.items = push.count;
   launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
+  launch.paths = {&kDropout};
   append_pod(launch.push, push);
   return launch;
 }

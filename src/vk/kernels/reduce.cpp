@@ -11,6 +11,9 @@
 // a GPU with one busy workgroup.
 #include <algorithm>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "tensorgrad/ir/error.h"
 #include "vk/kernels/kernels.h"
@@ -56,10 +59,49 @@ constexpr std::uint64_t kSplitMaskedPasses = 8;
 // A shared-memory tree over 256 (or 32) lanes: 8 (5) halvings, counted as a loop.
 constexpr std::uint64_t kTreePasses = loop_passes(8);
 
+// Where the row modes (cover_rows), the splits (row_chunks) and the combines change, in terms (or
+// rows) of a reduction: shared by reduce, softmax, softmax_causal, scatter_add, conv2d and the
+// losses' sums, declared once here.
+const SizeThreshold kSerialLengthThreshold{"vulkan", "rows", "row_per_invocation_max_length", kSerialLength};
+const SizeThreshold kSegmentLengthThreshold{"vulkan", "rows", "row_segments_max_length", kSegmentLength};
+const SizeThreshold kSegmentRowsThreshold{"vulkan", "rows", "row_segments_min_rows", kSegmentRows};
+const SizeThreshold kChunkLengthThreshold{"vulkan", "rows", "split_chunk_length", kChunkLength};
+const SizeThreshold kSplitBelowRowsThreshold{"vulkan", "rows", "split_below_rows", kSplitBelowRows};
+const SizeThreshold kMaxUnsplitThreshold{"vulkan", "rows", "max_unsplit_length", kMaxUnsplitLength};
+// A combine takes its partials serially up to kSerialCombineParts chunks of kChunkLength terms.
+const SizeThreshold kSerialCombineThreshold{"vulkan", "rows", "serial_combine_max_length",
+                                            static_cast<std::int64_t>(kSerialCombineParts) * kChunkLength};
+
+// A split reduction's two dispatches: the chunk partials, then a serial or workgroup combine.
+struct SplitPaths {
+  explicit SplitPaths(std::string_view kernel, std::string_view prefix)
+      : chunks("vulkan", kernel, std::string(prefix) + "chunks"),
+        combine_serial("vulkan", kernel, std::string(prefix) + "combine_serial"),
+        combine_workgroup("vulkan", kernel, std::string(prefix) + "combine_workgroup") {}
+  LaunchPath chunks, combine_serial, combine_workgroup;
+};
+
+// Per op: the row modes of one dispatch, or the split.
+struct ReducePaths {
+  explicit ReducePaths(std::string_view op) : rows(op), split(op, "split_") {}
+  RowModePaths rows;
+  SplitPaths split;
+};
+const ReducePaths kSumPaths{"sum"};
+const ReducePaths kMeanPaths{"mean"};
+const ReducePaths kMaxPaths{"max"};
+const ReducePaths kMinPaths{"min"};
+const ReducePaths kArgmaxPaths{"argmax"};
+const ReducePaths kArgminPaths{"argmin"};
+const ReducePaths* const kReducePaths[] = {&kSumPaths, &kMeanPaths,   &kMaxPaths,
+                                           &kMinPaths, &kArgmaxPaths, &kArgminPaths};  // by ReduceOp
+// append_scratch_sum's own dispatches (after the caller's path).
+const SplitPaths kScratchSumPaths{"scratch_sum", ""};
+
 // The chunk pass of a split reduction: `push` describes the rows (op, rows, count, axes) and is
 // completed here. Reads binding 0, writes the partials at scratch word `base`.
 KernelLaunch chunk_pass(ReducePush push, ValueId input, ValueId output, std::uint64_t parts, std::uint32_t base,
-                        const std::string& op) {
+                        const std::string& op, std::vector<const LaunchPath*> paths) {
   push.mode = kChunks;
   push.span = static_cast<std::uint32_t>(kChunkLength);
   push.base = base;
@@ -70,6 +112,7 @@ KernelLaunch chunk_pass(ReducePush push, ValueId input, ValueId output, std::uin
   launch.group_size = kGroupSize;
   launch.items = std::uint64_t{push.rows} * parts * kGroupSize;
   launch.label = op + " (chunks)";
+  launch.paths = std::move(paths);
   launch.loop_passes = loop_passes(grid_iterations(launch.items, kGroupSize),
                                    loop_passes(ceil_div(kChunkLength, kGroupSize)) + kTreePasses, 2) +
                        kSplitMaskedPasses;
@@ -78,9 +121,11 @@ KernelLaunch chunk_pass(ReducePush push, ValueId input, ValueId output, std::uin
 }
 
 // The combine of a split reduction's `parts` partials per row (at scratch word `base`) into the
-// output; `length` is the rows' full reduced length (mean's divisor).
+// output; `length` is the rows' full reduced length (mean's divisor). Names `caller` (when given),
+// then the serial or workgroup combine of `paths`.
 KernelLaunch combine_pass(ReduceOp op, std::uint32_t rows, std::uint64_t parts, std::uint64_t length,
-                          std::uint32_t base, ValueId input, ValueId output, const std::string& name) {
+                          std::uint32_t base, ValueId input, ValueId output, const std::string& name,
+                          const LaunchPath* caller, const SplitPaths& paths) {
   ReducePush push;
   push.op = op;
   push.rows = rows;
@@ -96,6 +141,8 @@ KernelLaunch combine_pass(ReduceOp op, std::uint32_t rows, std::uint64_t parts, 
   launch.group_size = kGroupSize;
   launch.items = std::uint64_t{rows} * (serial ? 1 : kGroupSize);
   launch.label = name + " (chunk combine)";
+  if (caller) launch.paths.push_back(caller);
+  launch.paths.push_back(serial ? &paths.combine_serial : &paths.combine_workgroup);
   const std::uint64_t per_row = serial ? loop_passes(parts) : loop_passes(ceil_div(parts, kGroupSize)) + kTreePasses;
   launch.loop_passes = loop_passes(grid_iterations(launch.items, kGroupSize), per_row, 2) + kSplitMaskedPasses;
   append_pod(launch.push, push);
@@ -156,19 +203,20 @@ KernelLaunch plan_reduce(const Graph& graph, const Node& node, ReduceOp op) {
   push.count = u32(graph, node, count);
 
   const std::string name(op_name(node.op));
+  const ReducePaths& paths = *kReducePaths[op];
   const std::uint64_t parts = row_chunks(count, rows);
   if (parts > 1) {
-    KernelLaunch launch = chunk_pass(push, node.inputs[0], node.output, parts, 0, name);
+    KernelLaunch launch = chunk_pass(push, node.inputs[0], node.output, parts, 0, name, {&paths.split.chunks});
     const bool arg = op == argmax || op == argmin;
     launch.scratch_bytes = 4 * static_cast<std::uint64_t>(rows) * parts * (arg ? 2 : 1);
-    launch.then.push_back(
-        combine_pass(op, push.rows, parts, static_cast<std::uint64_t>(count), 0, node.inputs[0], node.output, name));
+    launch.then.push_back(combine_pass(op, push.rows, parts, static_cast<std::uint64_t>(count), 0, node.inputs[0],
+                                       node.output, name, nullptr, paths.split));
     return launch;
   }
   KernelLaunch launch;
   launch.shader = "reduce";
   launch.bindings = {node.inputs[0], node.output};
-  push.mode = cover_rows(launch, name, count, rows);
+  push.mode = cover_rows(launch, name, count, rows, paths.rows);
   // The offset arithmetic is unrolled: one pass per folded term.
   launch.loop_passes = row_mode_passes(push.mode, count, rows, 1, 1);
   if (graph.type(node.output).size() == 0) launch.items = 0;
@@ -185,19 +233,23 @@ constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
 
 }  // namespace
 
-std::uint32_t cover_rows(KernelLaunch& launch, std::string_view op, std::int64_t length, std::int64_t rows) {
+std::uint32_t cover_rows(KernelLaunch& launch, std::string_view op, std::int64_t length, std::int64_t rows,
+                         const RowModePaths& paths) {
   const auto count = static_cast<std::uint64_t>(rows);
   launch.group_size = kGroupSize;
   if (length <= kSerialLength) {
     launch.items = count;
+    launch.paths = {&paths.per_invocation};
     return 1;
   }
   if (length <= kSegmentLength && rows >= kSegmentRows) {
     launch.items = (count + kSegmentsPerGroup - 1) / kSegmentsPerGroup * kGroupSize;
     launch.label = std::string(op) + " (row segments)";
+    launch.paths = {&paths.segments};
     return 2;
   }
   launch.items = count * kGroupSize;
+  launch.paths = {&paths.workgroup};
   return 0;
 }
 
@@ -224,7 +276,7 @@ std::uint64_t row_chunks(std::int64_t length, std::int64_t rows) {
 }
 
 std::uint64_t append_scratch_sum(KernelLaunch& launch, ValueId output, std::uint64_t count, bool mean,
-                                 const std::string& op) {
+                                 const std::string& op, const LaunchPath& path) {
   ReducePush push;
   push.op = mean ? ReduceOp::mean : ReduceOp::sum;
   push.rows = 1;
@@ -234,9 +286,9 @@ std::uint64_t append_scratch_sum(KernelLaunch& launch, ValueId output, std::uint
   push.red_strides[0] = 1;
   const std::uint64_t parts = ceil_div(count, static_cast<std::uint64_t>(kChunkLength));
   const auto base = static_cast<std::uint32_t>(count);
-  launch.then.push_back(chunk_pass(push, kScratch, output, parts, base, op));
-  launch.then.push_back(
-      combine_pass(mean ? ReduceOp::mean : ReduceOp::sum, 1, parts, count, base, kScratch, output, op));
+  launch.then.push_back(chunk_pass(push, kScratch, output, parts, base, op, {&path, &kScratchSumPaths.chunks}));
+  launch.then.push_back(combine_pass(mean ? ReduceOp::mean : ReduceOp::sum, 1, parts, count, base, kScratch, output, op,
+                                     &path, kScratchSumPaths));
   return 4 * (count + parts);
 }
 

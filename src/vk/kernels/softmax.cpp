@@ -8,6 +8,7 @@
 // loop 3 x 131072 times per invocation, past llvmpipe's loop limit (kernels.h).
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tensorgrad/ir/error.h"
@@ -39,6 +40,19 @@ static_assert(sizeof(SplitPush) == 28);
 
 constexpr std::uint32_t kGroupSize = 256;
 
+// Per op: the row modes of one dispatch (cover_rows), or the split's three dispatches.
+struct SoftmaxPaths {
+  explicit SoftmaxPaths(std::string_view op)
+      : rows(op),
+        split{LaunchPath("vulkan", op, "split_maxima"), LaunchPath("vulkan", op, "split_sums"),
+              LaunchPath("vulkan", op, "split_outputs")} {}
+  RowModePaths rows;
+  LaunchPath split[3];  // by SplitPush::mode
+};
+const SoftmaxPaths kSoftmaxPaths{"softmax"};
+const SoftmaxPaths kLogSoftmaxPaths{"log_softmax"};
+const SoftmaxPaths& paths_of(std::uint32_t op) { return op == 0 ? kSoftmaxPaths : kLogSoftmaxPaths; }
+
 // The three dispatches of a split softmax over `rows` rows of `parts` chunks each.
 KernelLaunch plan_split(const Node& node, const SoftmaxPush& rows_push, std::uint64_t parts) {
   const std::string name(op_name(node.op));
@@ -63,6 +77,7 @@ KernelLaunch plan_split(const Node& node, const SoftmaxPush& rows_push, std::uin
     step.group_size = kGroupSize;
     step.items = items;
     step.label = name + labels[mode];
+    step.paths = {&paths_of(rows_push.op).split[mode]};
     step.loop_passes = loop_passes(grid_iterations(items, kGroupSize), per_chunk, 7);
     push.mode = mode;
     append_pod(step.push, push);
@@ -93,7 +108,7 @@ KernelLaunch plan_softmax(const Graph& graph, const Node& node, std::uint32_t op
   KernelLaunch launch;
   launch.shader = "softmax";
   launch.bindings = {node.inputs[0], node.output};
-  push.mode = cover_rows(launch, op_name(node.op), length, outer * inner);
+  push.mode = cover_rows(launch, op_name(node.op), length, outer * inner, paths_of(op).rows);
   launch.loop_passes = row_mode_passes(push.mode, length, outer * inner, 3, 2);
   if (num_elements(shape) == 0) launch.items = 0;
   append_pod(launch.push, push);

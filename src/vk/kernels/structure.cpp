@@ -18,6 +18,11 @@ namespace {
 
 constexpr std::size_t kMaxInputs = 8;
 
+// One form each (no size-dependent launch logic).
+const LaunchPath kNarrow{"vulkan", "narrow", "kernel"};
+const LaunchPath kPad{"vulkan", "pad", "kernel"};
+const LaunchPath kConcat{"vulkan", "concat", "kernel"};
+
 // Must match shaders/layout.comp (and GatherPush in layout.cpp).
 struct GatherPush {
   std::uint32_t n = 0;
@@ -52,6 +57,7 @@ KernelLaunch narrow(const Graph& graph, const Node& node) {
   append_pod(launch.push, push);
   launch.items = push.n;
   launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
+  launch.paths = {&kNarrow};
   return launch;
 }
 
@@ -89,6 +95,7 @@ KernelLaunch segments(const Graph& graph, const Node& node, std::int64_t axis, s
   append_pod(launch.push, push);
   launch.items = push.n;
   launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
+  launch.paths = {node.op == OpId::Pad ? &kPad : &kConcat};
   return launch;
 }
 

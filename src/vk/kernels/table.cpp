@@ -3,6 +3,14 @@
 
 namespace tg::vk {
 
+namespace {
+// Past this many items a 256-invocation dispatch reaches the executor's kMaxGroups workgroups and
+// its shader loops grid-stride (vulkan/grid.<shader>/grid_stride; ProgramOptions::max_workgroups
+// reaches it at small sizes).
+const SizeThreshold kGridThreshold{"vulkan", "grid", "one_pass_max_items_of_256_groups",
+                                   static_cast<std::int64_t>(kMaxGroups) * 256};
+}  // namespace
+
 const KernelPlanTable& kernel_plan_table() {
   static const KernelPlanTable table = [] {
     KernelPlanTable t{};
