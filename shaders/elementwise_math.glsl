@@ -19,31 +19,65 @@ const uint EW_SILU = 13u, EW_CLAMP = 14u;
 // (broadcast) input.
 const uint EW_COPY = 15u;
 
+// exp within a few ulp for every finite x. The built-in exp may be exp2(x * log2(e)) (llvmpipe's
+// is): rounding that product costs about |x| / 2 ulp, 14 ulp at x = 88 on lavapipe (issue 13's
+// large-magnitude test). Here x = k ln2 + r with k an integer and |r| <= ln2 / 2 (Cody-Waite: ln2
+// split in two, the high part of 15 significant bits so k * LN2_HI is exact for |k| < 512, and
+// x - k * LN2_HI exact by Sterbenz), so the built-in only sees |r| <= 0.35; 2^k is applied as two
+// exact power-of-two factors, so the one rounding at the end also gives subnormals and inf right.
+// Past the clamp bounds exp rounds to inf or 0 anyway; the clamp keeps both factors normal. NaN
+// fails both comparisons and stays NaN through r.
+float ew_exp(float x) {
+  precise float xc = x > 100.0 ? 100.0 : (x < -110.0 ? -110.0 : x);
+  precise float k = floor(xc * 1.4426950408889634 + 0.5);
+  precise float r = (xc - k * 0.693145751953125) - k * 1.428606765330187e-06;
+  precise float e = exp(r);
+  const int ki = int(k);
+  const int k1 = ki / 2;
+  const float p1 = uintBitsToFloat(uint(k1 + 127) << 23);
+  const float p2 = uintBitsToFloat(uint(ki - k1 + 127) << 23);
+  precise float y = (e * p1) * p2;
+  return y;
+}
+
 // exp only sees non-positive arguments: no overflow for large |x|.
 float ew_stable_sigmoid(float x) {
   precise float r;
   if (x >= 0.0) {
-    precise float e = exp(-x);
+    precise float e = ew_exp(-x);
     r = 1.0 / (1.0 + e);
   } else {
-    precise float e = exp(x);
+    precise float e = ew_exp(x);
     r = e / (1.0 + e);
   }
   return r;
 }
 
 // tanh from exp(-2|x|): never inf/inf, and odd by construction. GLSL's tanh may be computed as
-// (e^x - e^-x) / (e^x + e^-x), which overflows to NaN for |x| > ~44 on some drivers.
+// (e^x - e^-x) / (e^x + e^-x), which overflows to NaN for |x| > ~44 on some drivers. Below
+// |x| = 0.25, 1 - exp(-2|x|) cancels (tanh(1e-7) came out 1.2e-7, tanh(1e-30) 3e-8): there the
+// Taylor series x - x^3/3 + 2x^5/15 - 17x^7/315 + 62x^9/2835 - 1382x^11/155925, whose next term
+// is below 3e-10 relative at 0.25. At 0.25 the exp form amplifies exp's error by t / (1 - t) = 1.5.
 float ew_stable_tanh(float x) {
-  precise float t = exp(-2.0 * abs(x));
-  precise float r = (1.0 - t) / (1.0 + t);
-  precise float s = x < 0.0 ? -r : r;
+  precise float s;
+  if (abs(x) < 0.25) {
+    precise float z = x * x;
+    precise float p = ((((-0.008863235529902197 * z + 0.021869488536155203) * z - 0.05396825396825397) * z +
+                        0.13333333333333333) * z - 0.3333333333333333) * z;
+    s = x * (1.0 + p);  // not x + x * p: that turns -0 into +0
+  } else {
+    precise float t = ew_exp(-2.0 * abs(x));
+    precise float r = (1.0 - t) / (1.0 + t);
+    s = x < 0.0 ? -r : r;
+  }
   return s;
 }
 
+// The tanh form x/2 (1 + tanh(u)) as the equal x sigmoid(2u): 1 + tanh(u) cancels for u below
+// about -1 (gelu(-9) came out 0 instead of -1.3e-28), sigmoid of a negative argument does not.
 float ew_gelu(float x) {
   precise float u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
-  precise float r = 0.5 * x * (1.0 + ew_stable_tanh(u));
+  precise float r = x * ew_stable_sigmoid(2.0 * u);
   return r;
 }
 
@@ -75,7 +109,7 @@ float ew_unary(uint op, float x, float lo, float hi) {
     case EW_SQUARE: r = x * x; break;
     case EW_SQRT: r = sqrt(x); break;
     case EW_RSQRT: r = 1.0 / sqrt(x); break;
-    case EW_EXP: r = exp(x); break;
+    case EW_EXP: r = ew_exp(x); break;
     case EW_LOG: r = log(x); break;
     case EW_SIN: r = sin(x); break;
     case EW_COS: r = cos(x); break;

@@ -65,17 +65,23 @@ Grads sin_grad(const GradArgs& args) { return {args.cotangent * cos(args.inputs[
 
 Grads cos_grad(const GradArgs& args) { return {neg(args.cotangent * sin(args.inputs[0]))}; }
 
-Grads tanh_grad(const GradArgs& args) { return {args.cotangent * (1.0 - square(args.output))}; }
-
-Grads sigmoid_grad(const GradArgs& args) {
-  const Tensor& s = args.output;
-  return {args.cotangent * (s * (1.0 - s))};
+// tanh' = 1 - tanh^2 = 4 s(2x) s(-2x), s = sigmoid: 1 - tanh(x)^2 cancels once tanh rounds near
+// +-1 (from |x| ~ 9 in f32 and ~ 19 in f64 it is 0 where the true slope is ~1e-8 and ~1e-17);
+// the sigmoids of opposite arguments keep every digit, down to the slope's underflow.
+Grads tanh_grad(const GradArgs& args) {
+  const Tensor& x = args.inputs[0];
+  return {args.cotangent * (sigmoid(x * 2.0) * sigmoid(x * -2.0) * 4.0)};
 }
+
+// sigmoid' = s(x) (1 - s(x)) = s(x) s(-x): 1 - s(x) cancels for large x (0 from x ~ 17 in f32),
+// s(-x) is the same number without cancelling.
+Grads sigmoid_grad(const GradArgs& args) { return {args.cotangent * (args.output * sigmoid(neg(args.inputs[0])))}; }
 
 Grads relu_grad(const GradArgs& args) { return {where(greater(args.inputs[0], 0.0), args.cotangent, 0.0)}; }
 
-// gelu(x) = x/2 (1 + tanh(u)), u = c (x + k x^3):
-// gelu'(x) = (1 + tanh(u)) / 2 + x/2 (1 - tanh(u)^2) c (1 + 3k x^2).
+// gelu(x) = x/2 (1 + tanh(u)) = x s(v), u = c (x + k x^3), v = 2u, s = sigmoid:
+// gelu'(x) = s(v) + x s(v) s(-v) v' = s(v) (1 + x s(-v) v'), v' = 2c (1 + 3k x^2).
+// The form with 1 + tanh(u) and 1 - tanh(u)^2 cancels for large |x| (as tanh_grad's).
 constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2/pi)
 constexpr double kGeluCubic = 0.044715;
 
@@ -85,17 +91,16 @@ Grads gelu_grad(const GradArgs& args) {
   const Tensor cubic = frontend::exact_constant(builder, kGeluCubic);
   const Tensor scale = frontend::exact_constant(builder, kGeluScale);
   const Tensor x2 = square(x);
-  const Tensor t = tanh((x + x2 * x * cubic) * scale);
-  const Tensor du_dx = (x2 * (cubic * 3.0) + 1.0) * scale;
-  const Tensor slope = (t + 1.0) * 0.5 + x * 0.5 * (1.0 - square(t)) * du_dx;
+  const Tensor v = (x + x2 * x * cubic) * scale * 2.0;
+  const Tensor dv_dx = (x2 * (cubic * 3.0) + 1.0) * scale * 2.0;
+  const Tensor slope = sigmoid(v) * (x * sigmoid(neg(v)) * dv_dx + 1.0);
   return {args.cotangent * slope};
 }
 
-// silu(x) = x s(x): silu'(x) = s (1 + x (1 - s)).
+// silu(x) = x s(x): silu'(x) = s(x) (1 + x s(-x)), with s(-x) for 1 - s(x) (see sigmoid_grad).
 Grads silu_grad(const GradArgs& args) {
   const Tensor& x = args.inputs[0];
-  const Tensor s = sigmoid(x);
-  return {args.cotangent * (s * (x * (1.0 - s) + 1.0))};
+  return {args.cotangent * (sigmoid(x) * (x * sigmoid(neg(x)) + 1.0))};
 }
 
 // Zero outside the open interval (lo, hi), where the output does not move with x.
