@@ -173,6 +173,18 @@ std::optional<std::string> check_directional_gradient(const GraphCase& c, std::u
   return std::nullopt;
 }
 
+std::optional<GraphCase> projected_gradient_case(const GraphCase& c, std::uint64_t seed) {
+  SampleRng rng(seed);
+  Graph with_loss;
+  TensorMap inputs = c.inputs;
+  if (!add_projected_loss(c, rng, with_loss, inputs)) return std::nullopt;
+  std::vector<std::string> wrt;
+  for (const auto& in : c.graph.inputs())
+    if (c.graph.type(in.value).dtype == DType::f32) wrt.push_back(in.name);
+  if (wrt.empty()) return std::nullopt;
+  return GraphCase{differentiate(with_loss, {.loss = "loss", .wrt = wrt}), std::move(inputs), c.frozen};
+}
+
 std::optional<std::string> check_full_jacobian(const GraphCase& c) {
   const auto y_id = c.graph.find_output("y");
   if (!y_id || c.graph.type(*y_id).dtype != DType::f32) return std::nullopt;

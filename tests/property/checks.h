@@ -16,6 +16,11 @@ std::optional<std::string> check_coverage(const GraphCase& c);
 std::optional<std::string> check_round_trip(const GraphCase& c);
 // Directional derivative of loss = sum_k <out_k, w_k> along a random direction, vs central differences.
 std::optional<std::string> check_directional_gradient(const GraphCase& c, std::uint64_t seed);
+// `c` with the loss sum_k sum(out_k * proj.k) over its f32 outputs appended (proj.k data inputs
+// with f32-rounded values in [-1, 1] drawn from `seed`) and differentiated against every f32 input
+// of `c` (frozen ones too): one graph computing the outputs, the loss and grad.<input>. nullopt when
+// `c` has no f32 output or no f32 input.
+std::optional<GraphCase> projected_gradient_case(const GraphCase& c, std::uint64_t seed);
 // The full Jacobian of a small single-op graph, column by column (finite differences) and row by
 // row (autodiff with one-hot cotangents).
 std::optional<std::string> check_full_jacobian(const GraphCase& c);

@@ -134,6 +134,33 @@ class ScopedLoopLimitForTesting {
   std::optional<std::uint64_t> previous_;
 };
 
+// ---- launch choices at test scale ----
+// Three launch choices switch at sizes CI's random graphs cannot hold: matmul takes large tiles
+// from kLargeTileMin (64) tiles of 128x128 (a 1024x1024 output), a split reduction's combine takes
+// a workgroup past 32 chunks of 8192 terms (262,144), and sum_to_shape takes block partials past
+// 2048 blocks of 256 terms (524,288). They are performance choices: both sides compute the values
+// the oracle checks. While a ScopedSmallLaunchThresholdsForTesting lives they switch at 1 large
+// tile, 2 chunks and 4 blocks, so the property suites run both sides on small graphs.
+struct LaunchThresholds {
+  std::uint64_t large_tile_min_tiles = 64;
+  std::uint64_t serial_combine_max_parts = 32;
+  std::uint64_t one_dispatch_max_blocks = 2048;
+};
+// The thresholds in force (the defaults unless a test scope below lives).
+const LaunchThresholds& launch_thresholds();
+
+// Tests only: the small thresholds above while it lives. Not thread-safe; one at a time.
+class ScopedSmallLaunchThresholdsForTesting {
+ public:
+  ScopedSmallLaunchThresholdsForTesting();
+  ~ScopedSmallLaunchThresholdsForTesting();
+  ScopedSmallLaunchThresholdsForTesting(const ScopedSmallLaunchThresholdsForTesting&) = delete;
+  ScopedSmallLaunchThresholdsForTesting& operator=(const ScopedSmallLaunchThresholdsForTesting&) = delete;
+
+ private:
+  LaunchThresholds previous_;
+};
+
 // The second dispatch of a split reduction (shaders/matmul_split_sum.comp): `output`[i] = the sum of
 // the node's scratch [parts, n] over the parts in ascending order (split-K matmul partials,
 // sum_to_shape's block partials, conv2d's and scatter_add's chunk sums), 32 partials a loop pass.

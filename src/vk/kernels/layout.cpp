@@ -334,7 +334,7 @@ KernelLaunch sum_to_shape(const Graph& graph, const Node& node) {
       kept.dims.size() == 1 && kept.strides[0] == len && summed.dims.size() == 1 && summed.strides[0] == 1;
   push.staged = !short_preimage ? 0u : push.n <= kMaxStagedOutputs ? 1u : contiguous_rows ? 3u : 2u;
   const std::uint64_t blocks = ceil_div(static_cast<std::uint64_t>(len), kSumBlock);
-  if (len > kSumBlock && blocks > kMaxOneDispatchBlocks) push.staged = 4;
+  if (len > kSumBlock && blocks > launch_thresholds().one_dispatch_max_blocks) push.staged = 4;
   if (len > kSumBlock && blocks <= kLongRowBlocks && contiguous_rows) push.staged = 5;
   launch.shader = "sum_to_shape";
   launch.bindings = {node.inputs[0], node.output};

@@ -170,7 +170,8 @@ KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOpe
                 graph.type(node.inputs[1]).to_string() + " exceed the shader's 32-bit indexing");
   }
 
-  const bool large = m >= kLargeTile && n >= kLargeTile && tile_count(m, n, batches, kLargeTile) >= kLargeTileMin;
+  const bool large = m >= kLargeTile && n >= kLargeTile &&
+                     tile_count(m, n, batches, kLargeTile) >= launch_thresholds().large_tile_min_tiles;
   const std::int64_t tile = large ? kLargeTile : kSmallTile;
   const std::uint64_t tiles = tile_count(m, n, batches, tile);
   const std::int64_t work_per_invocation = tile * tile / kGroupSize * k;

@@ -134,7 +134,7 @@ KernelLaunch combine_pass(ReduceOp op, std::uint32_t rows, std::uint64_t parts, 
   push.count = static_cast<std::uint32_t>(parts);
   push.span = static_cast<std::uint32_t>(length);
   push.base = base;
-  const bool serial = parts <= kSerialCombineParts;
+  const bool serial = parts <= launch_thresholds().serial_combine_max_parts;
   push.mode = serial ? kCombineSerial : kCombineGroup;
   KernelLaunch launch;
   launch.shader = "reduce_split";
