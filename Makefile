@@ -7,12 +7,13 @@ PRESET ?= release
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD_DIR := build/$(if $(filter asan-ubsan,$(PRESET)),asan,$(PRESET))
 
-.PHONY: help setup configure build demo test asan format format-check clean
+.PHONY: help setup configure build demo test asan soak format format-check clean
 
 help:
 	@echo "make demo          set up, build (preset $(PRESET)) and run examples/demo.cpp"
 	@echo "make test          set up, build and run every CTest suite (unit, property, install, ...)"
 	@echo "make asan          the same under AddressSanitizer + UBSan (preset asan-ubsan, build/asan)"
+	@echo "make soak          the random-graph properties at TG_SOAK_SCALE (45: ~100,000 Vulkan graphs)"
 	@echo "make build         set up and build only;  PRESET=dev|release|asan-ubsan picks the preset"
 	@echo "make format        clang-format every tracked C++ file;  make format-check only checks"
 	@echo "make clean         remove build/dev, build/release and build/asan"
@@ -35,6 +36,11 @@ test: build
 
 asan:
 	$(MAKE) test PRESET=asan-ubsan
+
+# Random-graph properties only, TG_SOAK_SCALE times their CI counts (scripts/soak.sh).
+soak: configure
+	cmake --build --preset $(PRESET) -j $(JOBS) --target tg_vk_tests tg_property_tests
+	scripts/soak.sh $(BUILD_DIR)
 
 CXX_FILES = git ls-files --cached --others --exclude-standard '*.cpp' '*.h' '*.hpp' '*.cc'
 

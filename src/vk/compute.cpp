@@ -13,15 +13,30 @@ namespace tg::vk {
 ComputePipeline::ComputePipeline(std::shared_ptr<Context> context, std::string_view shader,
                                  std::uint32_t storage_buffers, std::uint32_t push_constant_bytes,
                                  std::span<const std::uint32_t> specialization)
-    : context_(std::move(context)),
+    : owner_(std::move(context)),
+      context_(owner_.get()),
       shader_(shader),
       storage_buffers_(storage_buffers),
       push_constant_bytes_(push_constant_bytes) {
+  create(specialization);
+}
+
+ComputePipeline::ComputePipeline(Context& context, std::string_view shader, std::uint32_t storage_buffers,
+                                 std::uint32_t push_constant_bytes, std::span<const std::uint32_t> specialization)
+    : context_(&context),
+      shader_(shader),
+      storage_buffers_(storage_buffers),
+      push_constant_bytes_(push_constant_bytes) {
+  create(specialization);
+}
+
+void ComputePipeline::create(std::span<const std::uint32_t> specialization) {
+  const std::uint32_t storage_buffers = storage_buffers_, push_constant_bytes = push_constant_bytes_;
   // Throws for unknown names; float controls where the context enables them (see
   // spirv_float_controls.h).
   const std::vector<std::uint32_t> spirv = with_float_controls(
-      shader_spirv(shader), {.preserve_nan_inf_signed_zero = context_->preserves_nan_inf_signed_zero(),
-                             .preserve_denormals = context_->preserves_denormals()});
+      shader_spirv(shader_), {.preserve_nan_inf_signed_zero = context_->preserves_nan_inf_signed_zero(),
+                              .preserve_denormals = context_->preserves_denormals()});
   const std::string what = "the compute pipeline '" + shader_ + "'";
   if (push_constant_bytes % 4 != 0 || push_constant_bytes > context_->info().max_push_constants_size) {
     throw Error(what + ": " + std::to_string(push_constant_bytes) +

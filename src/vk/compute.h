@@ -22,8 +22,15 @@ class ComputePipeline {
  public:
   // The shader's bindings 0..storage_buffers-1 in set 0 are storage buffers; push constants are
   // `push_constant_bytes` (a multiple of 4) at offset 0. Compiled through the context's pipeline cache.
-  // `specialization` gives the shader's specialization constants 0..k-1 (32-bit values).
+  // `specialization` gives the shader's specialization constants 0..k-1 (32-bit values). Keeps the
+  // context alive.
   ComputePipeline(std::shared_ptr<Context> context, std::string_view shader, std::uint32_t storage_buffers,
+                  std::uint32_t push_constant_bytes, std::span<const std::uint32_t> specialization = {});
+  // The same, without keeping the context alive: for the context's own set of shared pipelines
+  // (Context::pipeline), which would otherwise own the context that owns them. The context
+  // destroys their handles before its device (see ~Context), so a pipeline outliving its context
+  // holds none.
+  ComputePipeline(Context& context, std::string_view shader, std::uint32_t storage_buffers,
                   std::uint32_t push_constant_bytes, std::span<const std::uint32_t> specialization = {});
   ComputePipeline(const ComputePipeline&) = delete;
   ComputePipeline& operator=(const ComputePipeline&) = delete;
@@ -40,9 +47,12 @@ class ComputePipeline {
   std::optional<bool> cache_hit() const { return cache_hit_; }
 
  private:
+  friend class Context;  // releases its shared pipelines before destroying the device
+  void create(std::span<const std::uint32_t> specialization);
   void release() noexcept;
 
-  std::shared_ptr<Context> context_;
+  std::shared_ptr<Context> owner_;  // null for the context's shared pipelines
+  Context* context_;
   std::string shader_;
   std::uint32_t storage_buffers_;
   std::uint32_t push_constant_bytes_;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "vk/compute.h"
 #include "vk/device_select.h"
 #include "vk/pipeline_cache.h"
 
@@ -60,6 +61,7 @@ std::shared_ptr<Context> Context::create(ContextOptions options) {
   // whatever was created so far.
   std::shared_ptr<Context> ctx(new Context);
   ctx->on_message_ = std::move(options.on_validation_message);
+  ctx->max_cached_pipelines_ = options.max_cached_pipelines;
   ctx->create_instance(validation);
 
   const std::vector<VkPhysicalDevice> physical = detail::physical_devices(ctx->instance_);
@@ -253,6 +255,10 @@ Context::~Context() {
       save_pipeline_cache();
     } catch (const Error&) {
     }
+    // Nothing else can use the shared pipelines now (their users keep the context alive); a
+    // shared_ptr still held elsewhere is left without handles, so its destructor does nothing.
+    for (auto& [key, held] : pipelines_) held.pipeline->release();
+    pipelines_.clear();
     for (VkFence fence : idle_fences_) vkDestroyFence(device_, fence, nullptr);
     if (pipeline_cache_ != VK_NULL_HANDLE) vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
     if (command_pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(device_, command_pool_, nullptr);
@@ -344,6 +350,48 @@ void Context::give_back_fence(VkFence fence) {
   }
   std::lock_guard lock(fences_mutex_);
   idle_fences_.push_back(fence);
+}
+
+std::shared_ptr<const ComputePipeline> Context::pipeline(std::string_view shader, std::uint32_t storage_buffers,
+                                                         std::uint32_t push_constant_bytes,
+                                                         std::span<const std::uint32_t> specialization, bool* created) {
+  std::string key =
+      std::string(shader) + "#" + std::to_string(storage_buffers) + "#" + std::to_string(push_constant_bytes);
+  for (std::uint32_t c : specialization) key += "," + std::to_string(c);
+  std::lock_guard lock(pipelines_mutex_);
+  const std::uint64_t now = pipeline_stats_.created + pipeline_stats_.reused;
+  if (auto it = pipelines_.find(key); it != pipelines_.end()) {
+    it->second.last_use = now;
+    ++pipeline_stats_.reused;
+    if (created) *created = false;
+    return it->second.pipeline;
+  }
+  auto made = std::make_shared<ComputePipeline>(*this, shader, storage_buffers, push_constant_bytes, specialization);
+  ++pipeline_stats_.created;
+  if (created) *created = true;
+  // Every pipeline handed out stays in the set while it is in use, so that ~Context can release
+  // it before the device. Past the bound, the least recently requested unused ones go; use_count()
+  // is exact here, since only this lock hands out copies and holders can only drop theirs.
+  pipelines_.emplace(std::move(key), HeldPipeline{made, now});
+  while (pipelines_.size() > max_cached_pipelines_) {
+    auto oldest = pipelines_.end();
+    for (auto it = pipelines_.begin(); it != pipelines_.end(); ++it) {
+      if (it->second.pipeline.use_count() == 1 &&
+          (oldest == pipelines_.end() || it->second.last_use < oldest->second.last_use))
+        oldest = it;
+    }
+    if (oldest == pipelines_.end()) break;  // all in use
+    pipelines_.erase(oldest);
+    ++pipeline_stats_.evicted;
+  }
+  return made;
+}
+
+PipelineStats Context::pipeline_stats() const {
+  std::lock_guard lock(pipelines_mutex_);
+  PipelineStats stats = pipeline_stats_;
+  stats.held = pipelines_.size();
+  return stats;
 }
 
 void Context::drain_if_unusable() {

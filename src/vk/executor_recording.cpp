@@ -287,7 +287,8 @@ RecordedProgram record_program(const std::shared_ptr<Context>& ctx, const Record
     r.staging_out.emplace_back(ctx, std::max<std::uint64_t>(bytes, 4), MemoryUse::readback);
   stats.staging_buffers = r.staging_in.size() + r.staging_out.size();
 
-  // Pipelines (one per shader and binding count) and one descriptor set per dispatch.
+  // Pipelines (one per shader, binding count, push-constant size and specialization constants,
+  // from the Context, which keeps them for later programs) and one descriptor set per dispatch.
   std::uint32_t total_bindings = 0, sets = 0;
   for (const KernelLaunch& launch : request.launches) {
     if (launch.items == 0) continue;
@@ -297,8 +298,10 @@ RecordedProgram record_program(const std::shared_ptr<Context>& ctx, const Record
       const std::size_t bindings = binding_count(l);
       auto& p = r.pipelines[pipeline_key(l, bindings)];
       if (!p) {
-        p = std::make_unique<ComputePipeline>(ctx, l.shader, static_cast<std::uint32_t>(bindings),
-                                              static_cast<std::uint32_t>(l.push.size()), l.specialization);
+        bool created = false;
+        p = ctx->pipeline(l.shader, static_cast<std::uint32_t>(bindings), static_cast<std::uint32_t>(l.push.size()),
+                          l.specialization, &created);
+        ++(created ? stats.pipelines_created : stats.pipelines_reused);
       }
       total_bindings += static_cast<std::uint32_t>(bindings);
       ++sets;

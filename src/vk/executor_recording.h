@@ -67,7 +67,7 @@ struct RecordedProgram {
   std::vector<RecordedCheck> checks;
   std::vector<NodeId> dispatch_nodes;        // the node of each recorded dispatch, in order
   std::vector<std::string> dispatch_labels;  // each dispatch's KernelLaunch::label (empty: the op)
-  std::map<std::string, std::unique_ptr<ComputePipeline>> pipelines;
+  std::map<std::string, std::shared_ptr<const ComputePipeline>> pipelines;  // shared with the Context
   std::unique_ptr<DescriptorPool> pool;
   std::unique_ptr<TimestampPool> timestamps;
   // Writebacks without copies: each (output, input) pair has two slots, and the two recordings swap

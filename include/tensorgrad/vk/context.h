@@ -3,17 +3,22 @@
 // validation layer and a message collector when validation is on), the chosen physical device, a
 // logical device with one compute queue, a command pool and the on-disk pipeline cache.
 //
-// A Context is shared (std::shared_ptr) by everything created on it, so buffers and pipelines keep
-// the device alive. It is not thread-safe, except validation_messages() and
-// clear_validation_messages(): use one Context from one thread at a time.
+// A Context is shared (std::shared_ptr) by everything created on it, so buffers and programs keep
+// the device alive. It also keeps the compute pipelines programs compiled (pipeline()), so a
+// second program reuses them instead of compiling again. It is not thread-safe, except
+// validation_messages(), clear_validation_messages(), pipeline() and pipeline_stats(): use one
+// Context from one thread at a time.
 #include <vulkan/vulkan.h>
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +27,8 @@
 #include "tensorgrad/vk/error.h"
 
 namespace tg::vk {
+
+class ComputePipeline;  // src/vk/compute.h (internal)
 
 struct ContextOptions {
   // Enable VK_LAYER_KHRONOS_validation (and its synchronization checks). Unset: on when the
@@ -54,6 +61,20 @@ struct ContextOptions {
   // every value through a descriptor and needs neither; this is for measuring the alternative
   // (bench/vk_stream_probe.cpp).
   bool buffer_device_address = false;
+  // The most compute pipelines the context keeps for reuse (pipeline()). Past it, creating one
+  // destroys the least recently requested pipelines that no Program holds; one in use is never
+  // destroyed (0: keep only those in use). Random graphs fuse elementwise runs into pipelines whose specialization
+  // constants differ per graph, so without a bound a long run would keep every one (lavapipe's take tens of KiB of JIT
+  // code each).
+  std::size_t max_cached_pipelines = 1024;
+};
+
+// Compute pipelines asked of a Context (Context::pipeline) since it was created.
+struct PipelineStats {
+  std::size_t created = 0;  // compiled (shader module, layouts, vkCreateComputePipelines)
+  std::size_t reused = 0;   // served by a pipeline the context already held
+  std::size_t evicted = 0;  // destroyed to stay within ContextOptions::max_cached_pipelines
+  std::size_t held = 0;     // held now
 };
 
 // What happened to the on-disk pipeline cache.
@@ -120,6 +141,19 @@ class Context {
   VkFence take_fence();
   void give_back_fence(VkFence fence);
 
+  // The compute pipeline of `shader` with this many storage-buffer bindings, push-constant bytes
+  // and specialization constants (see ComputePipeline): the one the context holds for that key, or
+  // a new one that it keeps from then on (up to ContextOptions::max_cached_pipelines). Programs
+  // share them: compiling is most of a Program's build time (lavapipe compiles every pipeline with
+  // LLVM). `created`, when given, says whether this call compiled it. Thread-safe; a compile holds
+  // the lock, so two threads never compile the same key twice. The context destroys what it holds
+  // before its device: a caller keeps the context alive while it uses the pipeline.
+  std::shared_ptr<const ComputePipeline> pipeline(std::string_view shader, std::uint32_t storage_buffers,
+                                                  std::uint32_t push_constant_bytes,
+                                                  std::span<const std::uint32_t> specialization = {},
+                                                  bool* created = nullptr);
+  PipelineStats pipeline_stats() const;
+
   const PipelineCacheStatus& pipeline_cache_status() const { return cache_status_; }
   // Writes the pipeline cache file now if its contents changed; false (and save_error) on failure.
   // The destructor saves too.
@@ -157,6 +191,15 @@ class Context {
 
   PipelineCacheStatus cache_status_;
   std::vector<std::byte> cache_saved_;  // what the file holds, to skip rewriting unchanged data
+
+  struct HeldPipeline {
+    std::shared_ptr<ComputePipeline> pipeline;
+    std::uint64_t last_use = 0;  // the request count when it was last requested
+  };
+  mutable std::mutex pipelines_mutex_;
+  std::map<std::string, HeldPipeline, std::less<>> pipelines_;  // by shader, bindings, push bytes, constants
+  std::size_t max_cached_pipelines_ = 0;
+  PipelineStats pipeline_stats_;
 
   std::mutex fences_mutex_;
   std::vector<VkFence> idle_fences_;  // unsignaled, ready for take_fence()

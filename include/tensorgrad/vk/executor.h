@@ -1,9 +1,10 @@
 #pragma once
 // tg::vk::Program: a graph compiled for one Vulkan device. Compiling plans every value's place in
-// a few device allocations (dead values' memory reused; docs/vulkan.md, "Memory"), creates the pipelines and descriptor
-// sets, and records ONE command buffer: upload of the inputs from a host-visible staging buffer, every dispatch in node
-// order with barriers only where a dispatch touches what an earlier one wrote (or overwrites what it read) since the
-// last barrier, and readback of the outputs. run() replays it: write staging, submit, wait, read.
+// a few device allocations (dead values' memory reused; docs/vulkan.md, "Memory"), takes the pipelines from the Context
+// (compiling only those it does not hold yet), creates the descriptor sets, and records ONE command buffer: upload of
+// the inputs from a host-visible staging buffer, every dispatch in node order with barriers only where a dispatch
+// touches what an earlier one wrote (or overwrites what it read) since the last barrier, and readback of the outputs.
+// run() replays it: write staging, submit, wait, read.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -83,6 +84,10 @@ struct ProgramStats {
   // need less, so device_bytes / peak_live_bytes is what fragmentation and block ends cost.
   std::uint64_t peak_live_bytes = 0;
   std::size_t staging_buffers = 0;  // host-visible upload and readback buffers
+  // Distinct pipelines the program uses: compiled for it, or found in the Context, which keeps
+  // those earlier programs compiled (Context::pipeline, pipeline_stats()).
+  std::size_t pipelines_created = 0;
+  std::size_t pipelines_reused = 0;
 };
 
 class Program {
