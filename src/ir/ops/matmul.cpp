@@ -52,7 +52,9 @@ std::vector<std::optional<Tensor>> matmul_grad(const GradArgs& args) {
     // Every row of a (all leading dims folded into P) met the same b: db sums over all of them.
     const std::int64_t k = b.dim(0);
     const std::int64_t n = b.dim(1);
-    const std::int64_t p = a.size() / (k == 0 ? 1 : k);
+    // P from a's leading dims: a.size() / K is 0 when K = 0, though the rows (and g's) are there.
+    const Shape a_shape = a.shape();
+    const std::int64_t p = num_elements(Shape(a_shape.begin(), a_shape.end() - 1));
     const Tensor a_rows = a.rank() == 2 ? a : reshape(a, {p, k});
     const Tensor g_rows = g.rank() == 2 ? g : reshape(g, {p, n});
     return {matmul(g, swap_axes(b, 0, 1)), matmul(swap_axes(a_rows, 0, 1), g_rows)};
