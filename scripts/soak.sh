@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Soak run of the random-graph properties: the Vulkan ones (tg_vk_tests, VkTest.Random*) and the
 # interpreter's (tg_property_tests, RandomGraph.*) at TG_PROPERTY_SCALE times their CI counts. At
-# the default scale of 45 the two Vulkan properties check about 100,000 graphs (about 2,300 per
+# the default scale of 45 the two Vulkan properties check over 100,000 graphs (about 2,400 per
 # scale unit). Prints each property's count and the total Vulkan graphs per second at the end.
 #
 #   scripts/soak.sh [BUILD_DIR]          # default build/release; `make soak` builds first
-#   TG_SOAK_SCALE=5 scripts/soak.sh      # a shorter run (about 11,000 Vulkan graphs)
+#   TG_SOAK_SCALE=5 scripts/soak.sh      # a shorter run (about 12,000 Vulkan graphs)
 #   RC_PARAMS="seed=..." scripts/soak.sh # a given seed (the run prints the seed it used)
 #
 # A failure prints the shrunk graph; with TG_WRITE_REGRESSIONS naming a directory it is also

@@ -49,7 +49,7 @@ constexpr int kMaxSteps = 6;
 // kFusedOneIn of them a fused batch of kFusedBatch; one graph in kBoundaryOneIn with boundary
 // sizes, one case in kSmallGridOneIn under a 1-3 workgroup cap.
 constexpr int kBatches = 100;
-constexpr std::size_t kBatch = 10;
+constexpr std::size_t kBatch = 12;
 constexpr std::size_t kFusedBatch = 1;
 constexpr int kFusedOneIn = 3;
 constexpr int kBoundaryOneIn = 3;
