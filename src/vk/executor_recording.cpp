@@ -65,6 +65,9 @@ std::string pipeline_key(const KernelLaunch& l, std::size_t bindings) {
   return key;
 }
 
+// The most grid-stride iterations ProgramOptions::max_workgroups may add to one workgroup.
+constexpr std::uint64_t kMaxTestGridIterations = 8;
+
 // Per shader: whether a dispatch's workgroups covered its items in one pass or looped grid-stride
 // past the cap. Declared for every embedded shader when the library loads.
 struct GridPaths {
@@ -141,9 +144,14 @@ void record_dispatches(VkCommandBuffer c, RecordedProgram& r, const RecordingReq
       read.insert(read.end(), reads.begin(), reads.end());
       const VkDescriptorSet set = r.pool->allocate(pipeline, bindings);
       const std::uint64_t wanted = (l.items + l.group_size - 1) / l.group_size;
-      const std::uint64_t cap =
-          std::min<std::uint64_t>({info.max_compute_work_group_count[0], kMaxGroups,
-                                   request.max_workgroups == 0 ? kMaxGroups : std::uint64_t{request.max_workgroups}});
+      // A test's max_workgroups never makes a workgroup loop more than kMaxTestGridIterations
+      // times: the planners' loop_passes assume the 65535-group cap, and lavapipe's loop limit
+      // counts every pass.
+      const std::uint64_t requested =
+          request.max_workgroups == 0
+              ? kMaxGroups
+              : std::max<std::uint64_t>(request.max_workgroups, ceil_div(wanted, kMaxTestGridIterations));
+      const std::uint64_t cap = std::min<std::uint64_t>({info.max_compute_work_group_count[0], kMaxGroups, requested});
       const auto groups = static_cast<std::uint32_t>(std::min(wanted, cap));
       // Every kernel names the launch paths of its dispatches (kernels.h): one without is a kernel
       // that forgot, which the path coverage would then never see.

@@ -24,7 +24,10 @@ double round_to_dtype(double v, DType dtype) {
   return dtype == DType::f32 ? static_cast<double>(static_cast<float>(v)) : v;
 }
 
+// i32 and bool results compare exactly whatever their size (an argmax over 10^4 terms is an index
+// near 10^4), and never feed a float input without being drawn again; only floats are bounded.
 bool well_behaved(const HostTensor& t) {
+  if (!is_float(t.type.dtype)) return true;
   return std::all_of(t.values.begin(), t.values.end(),
                      [](double v) { return std::isfinite(v) && std::fabs(v) <= kMaxMagnitude; });
 }
@@ -99,9 +102,13 @@ bool within_bounds(OpId op, const OpSample& sample, const GenOptions& options, s
     if (t.size() > options.size.max_elements) return false;
     total += t.size();
   }
+  // An op with a reduction_length costs that much per output element (matmul, conv2d, pooling,
+  // the losses), except the softmax family, whose row length is shared by the row's outputs.
   const OpDef& def = op_def(op);
-  const std::int64_t length = def.reduction_length ? def.reduction_length(sample.attrs, sample.inputs) : 1;
-  if (out.size() * std::max<std::int64_t>(length, 1) > options.max_step_work) return false;
+  const bool shared_rows = op == OpId::Softmax || op == OpId::LogSoftmax || op == OpId::SoftmaxCausal;
+  const std::int64_t length =
+      def.reduction_length && !shared_rows ? def.reduction_length(sample.attrs, sample.inputs) : 1;
+  if (std::max(total, out.size() * std::max<std::int64_t>(length, 1)) > options.max_step_work) return false;
   return graph_elements + total <= options.max_graph_elements;
 }
 

@@ -60,7 +60,8 @@ struct ProgramOptions {
   // The most workgroups one dispatch may launch. 0: the device's maxComputeWorkGroupCount[0],
   // capped at 65535 (Vulkan's guaranteed minimum). Past the cap every shader loops grid-stride;
   // a small cap (tests use 1-3) makes those loops run at small sizes, so they are checked without
-  // tensors of 16 M elements.
+  // tensors of 16 M elements. It is raised where a workgroup would otherwise loop more than 8
+  // times (the kernels' loop-pass bounds for lavapipe assume the 65535 cap).
   std::uint32_t max_workgroups = 0;
 };
 

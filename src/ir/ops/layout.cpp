@@ -218,7 +218,11 @@ std::pair<Shape, Shape> broadcast_pair(SampleRng& rng, const std::optional<Tenso
   Shape target = input;
   auto budget = [&] { return rules::sample_cap(rng) / std::max<std::int64_t>(num_elements(target), 1); };
   for (auto& d : target) {
-    if (d == 1 && rng.coin(0.7)) d = rng.uniform_int(1, std::min<std::int64_t>(8, budget()));
+    if (d == 1 && rng.coin(0.7)) {
+      // Widened axes reach boundary sizes under that profile (sum_to_shape's long rows, its gradient).
+      d = rng.profile().boundary ? std::clamp<std::int64_t>(rng.dim(), 1, std::max<std::int64_t>(budget(), 1))
+                                 : rng.uniform_int(1, std::min<std::int64_t>(8, budget()));
+    }
   }
   const auto leading = rng.uniform_int(0, std::max<std::int64_t>(0, 4 - static_cast<std::int64_t>(target.size())));
   for (std::int64_t i = 0; i < leading; ++i) {

@@ -85,7 +85,8 @@ std::optional<OpSample> matmul_sample(SampleRng& rng, const std::optional<Tensor
     return OpSample{{}, {*first, {DType::f32, rhs}}, {domain, domain}};
   }
   const std::int64_t m = rng.dim(8);
-  const std::int64_t k = rng.dim(8);
+  // Boundary draws include an empty contraction now and then: K = 0 gives zeros.
+  const std::int64_t k = rng.profile().boundary && rng.coin(0.05) ? 0 : rng.dim(8);
   Shape lhs{m, k};
   Shape rhs{k, n};
   switch (rng.uniform_int(0, 2)) {

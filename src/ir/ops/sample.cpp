@@ -35,7 +35,7 @@ std::vector<std::int64_t> boundary_dims(const SizeProfile& profile) {
   for (const SizeThresholdInfo& t : size_thresholds()) dims.insert({t.value - 1, t.value, t.value + 1});
   std::vector<std::int64_t> out;
   for (std::int64_t d : dims)
-    if (d >= 1 && d <= profile.max_elements) out.push_back(d);
+    if (d >= std::max<std::int64_t>(1, profile.min_boundary) && d <= profile.max_elements) out.push_back(d);
   return out;
 }
 
@@ -44,7 +44,7 @@ std::int64_t SampleRng::dim(std::int64_t max_dim) {
   if (profile_.boundary && coin(profile_.boundary_chance)) {
     // Read per draw: thresholds are declared while the library loads, and a sample is cheap.
     const std::vector<std::int64_t> set = boundary_dims(profile_);
-    d = set[static_cast<std::size_t>(uniform_int(0, static_cast<std::int64_t>(set.size()) - 1))];
+    if (!set.empty()) d = set[static_cast<std::size_t>(uniform_int(0, static_cast<std::int64_t>(set.size()) - 1))];
     if (static_cast<double>(d) > budget_) d = 0;  // over this sample's budget: draw small instead
   }
   if (d == 0) {
@@ -60,6 +60,12 @@ Shape SampleRng::shape(int min_rank, int max_rank, std::int64_t max_dim) {
   const auto rank = uniform_int(min_rank, max_rank);
   Shape s(static_cast<std::size_t>(rank));
   for (auto& d : s) d = dim(max_dim);
+  if (profile_.boundary) {
+    // Each dim divides the budget, so the first tends to be the large one: shuffled, a boundary
+    // size lands on any axis (the last one included, where rows and reductions usually run).
+    for (std::size_t i = s.size(); i > 1; --i)
+      std::swap(s[i - 1], s[static_cast<std::size_t>(uniform_int(0, static_cast<std::int64_t>(i) - 1))]);
+  }
   return s;
 }
 

@@ -210,8 +210,9 @@ KernelLaunch plan_pool(const Graph& graph, const Node& node, bool grad) {
   const std::int64_t per_axis = (k + s - 1) / s;
   const std::int64_t windows = grad ? std::min(per_axis, oh) * std::min(per_axis, ow) : 1;
   // Checked factor by factor first, so the product cannot overflow.
-  const bool serial =
-      taps <= kSerialPoolCompares && windows <= kSerialPoolCompares && windows * taps <= kSerialPoolCompares;
+  const bool serial = taps <= launch_thresholds().serial_pool_max_compares &&
+                      windows <= launch_thresholds().serial_pool_max_compares &&
+                      windows * taps <= launch_thresholds().serial_pool_max_compares;
   const std::int64_t rows = graph.type(node.output).size();
 
   PoolPush push;

@@ -13,6 +13,7 @@ ScopedSmallLaunchThresholdsForTesting::ScopedSmallLaunchThresholdsForTesting() :
   g_thresholds.large_tile_min_tiles = 1;
   g_thresholds.serial_combine_max_parts = 2;
   g_thresholds.one_dispatch_max_blocks = 4;
+  g_thresholds.serial_pool_max_compares = 8;
 }
 
 ScopedSmallLaunchThresholdsForTesting::~ScopedSmallLaunchThresholdsForTesting() { g_thresholds = previous_; }

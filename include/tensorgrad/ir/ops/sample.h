@@ -21,6 +21,8 @@ struct SizeProfile {
   bool boundary = false;
   double boundary_chance = 0.3;
   std::int64_t max_elements = std::int64_t{1} << 17;
+  // Boundary draws only from sizes of at least this (a sweep aiming at long rows and large tiles).
+  std::int64_t min_boundary = 1;
 };
 
 // The boundary set of `profile`'s draws, sorted (every value at most max_elements).

@@ -1,0 +1,142 @@
+// The vk property at boundary sizes, one op at a time: every registry op on samples drawn with the
+// boundary profile (dims from the kernels' size thresholds, tests/property/graph_gen.h), its graph
+// and its projected-gradient graph run by tg::vk::Program and compared with the f64 oracle under
+// graph_tolerance. Seeds are fixed, so the launch paths it reaches are the same on every run (the
+// path-coverage check relies on that). The cases rotate through three launch setups:
+//   - the default launch choices;
+//   - ScopedSmallLaunchThresholdsForTesting: matmul's large tiles, the workgroup combine of split
+//     reductions and sum_to_shape's block partials switch at small sizes (kernels.h);
+//   - ProgramOptions::max_workgroups of 1-3: every shader's grid-stride loop runs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <iostream>
+#include <sstream>
+
+#include "property/checks.h"
+#include "property/graph_gen.h"
+#include "property/property_support.h"
+#include "support/path_coverage.h"
+#include "support/tolerance.h"
+#include "tensorgrad/vk/executor.h"
+#include "vk/kernels/kernels.h"
+#include "vk_test_support.h"
+
+namespace tg::vk {
+namespace {
+
+using tg::testing::GraphCase;
+
+// Cases per op: 12, and 6 more for each Vulkan launch path named after the op (its kernel's
+// branches), up to 64: ops with many size-dependent paths get the draws to reach them all.
+int cases_for(OpId op) {
+  int paths = 0;
+  for (const LaunchPathCount& p : launch_path_counts())
+    if (p.backend == "vulkan" && p.kernel == op_name(op)) ++paths;
+  return std::min(64, 12 + 6 * paths);
+}
+
+class BoundarySweep : public testing::VkTest, public ::testing::WithParamInterface<OpId> {};
+
+std::string sweep_name(const ::testing::TestParamInfo<OpId>& param) { return std::string(op_name(param.param)); }
+
+std::int64_t largest_value(const GraphCase& c) {
+  std::int64_t largest = 0;
+  for (std::size_t v = 0; v < c.graph.values().size(); ++v)
+    largest = std::max(largest, c.graph.type(static_cast<ValueId>(v)).size());
+  return largest;
+}
+
+std::string fmt(double v) {
+  std::ostringstream s;
+  s.precision(17);
+  s << v;
+  return s.str();
+}
+
+// Empty when every output of `c` on Vulkan (under `options`) is within graph_tolerance of the f64
+// oracle (i32/bool exactly), NaN matching NaN; otherwise the first disagreement.
+std::string compare(const std::shared_ptr<Context>& ctx, const GraphCase& c, const ProgramOptions& options) {
+  const InterpResult oracle = interpret(c.graph, c.inputs, {.compute = ComputeType::f64, .keep_all_values = true});
+  double scale = 1.0;
+  for (const HostTensor& t : oracle.values)
+    for (double v : t.values)
+      if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
+  const double tol = tg::testing::graph_tolerance(c.graph) * scale;
+  Program program(ctx, c.graph, options);
+  const TensorMap got = program.run(c.inputs);
+  for (const auto& [name, want] : oracle.outputs) {
+    const HostTensor& g = got.at(name);
+    if (g.type != want.type) return "output " + name + " has type " + g.type.to_string();
+    for (std::size_t i = 0; i < want.values.size(); ++i) {
+      const double d = want.values[i], f = g.values[i];
+      const bool ok =
+          (std::isnan(d) && std::isnan(f)) || (is_float(want.type.dtype) ? std::fabs(f - d) <= tol : f == d);
+      if (!ok) {
+        return "output " + name + "[" + std::to_string(i) + "]: Vulkan gives " + fmt(f) + ", the f64 oracle " + fmt(d) +
+               " (allowed error " + fmt(tol) + ")";
+      }
+    }
+  }
+  return "";
+}
+
+TEST_P(BoundarySweep, MatchesTheF64OracleForwardAndGradient) {
+  const OpId op = GetParam();
+  auto ctx = make_context();
+  // Four size tiers, by case: plain boundary draws (2 in 6), boundary draws of at least 128 (2 in
+  // 6: row segments, tiles), of at least 8192 (1 in 6: split rows, split-K, chunked sums), and of
+  // at least 128 under a 16x larger element cap (1 in 6: paths past 2^17 elements, such as
+  // softmax_causal's workgroup rows at T = 1025 and sum_to_shape's long contiguous rows).
+  std::array<tg::testing::GenOptions, 4> tiers{};
+  for (auto& tier : tiers) {
+    tier = tg::testing::boundary_options();
+    tier.size.boundary_chance = 0.5;  // one op per graph: draw its dims at the boundaries more often
+  }
+  tiers[1].size.min_boundary = 128;
+  tiers[2].size.min_boundary = 8192;
+  tiers[3].size.min_boundary = 128;
+  tiers[3].size.boundary_chance = 0.8;  // both sides of a [rows, length] pair at a boundary
+  tiers[3].size.max_elements = std::int64_t{1} << 21;
+  tiers[3].max_graph_elements = std::int64_t{1} << 23;
+  constexpr std::array<int, 6> kTierOfCase{0, 0, 1, 1, 2, 3};
+  const int cases = tg::testing::scaled_cases(cases_for(op));
+  int checked = 0;
+  for (int i = 0; i < cases; ++i) {
+    const std::uint64_t seed = 0x5eeb0000ULL + static_cast<std::uint64_t>(i) * 104729 + static_cast<std::uint64_t>(op);
+    const std::array<OpId, 1> only{op};
+    const auto& tier = tiers[static_cast<std::size_t>(kTierOfCase[static_cast<std::size_t>(i % 6)])];
+    const GraphCase c = tg::testing::build_graph({tg::testing::Step{0, seed}}, only, tier);
+    if (c.graph.nodes().empty()) continue;  // the step was skipped (a non-finite or huge result)
+    ProgramOptions options;
+    std::optional<ScopedSmallLaunchThresholdsForTesting> small;
+    // The launch setup rotates every 6 cases, so each tier meets each setup.
+    const int setup_index = (i / 6 + i) % 3;
+    // Small thresholds only on graphs of at most 2^14 elements a value (a 128x128 product at most):
+    // a workgroup per output of a large pool is correct but slow on lavapipe.
+    if (setup_index == 1 && largest_value(c) <= (std::int64_t{1} << 14)) small.emplace();
+    if (setup_index == 2) options.max_workgroups = static_cast<std::uint32_t>(1 + i % 3);
+    const std::string setup = !small && setup_index != 2 ? "default launch choices"
+                              : small                    ? "small launch thresholds"
+                                                         : "max_workgroups " + std::to_string(options.max_workgroups);
+    if (std::string why = compare(ctx, c, options); !why.empty()) {
+      FAIL() << why << " (" << setup << ", case " << i << ")" << tg::testing::describe(c);
+    }
+    if (const auto grads = tg::testing::projected_gradient_case(c, seed)) {
+      if (std::string why = compare(ctx, *grads, options); !why.empty()) {
+        FAIL() << why << " (" << setup << ", case " << i << ", gradient graph)" << tg::testing::describe(*grads);
+      }
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 0) << op_name(op) << ": every boundary sample was skipped";
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+  tg::testing::write_path_coverage();
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, BoundarySweep, ::testing::ValuesIn(all_ops().begin(), all_ops().end()), sweep_name);
+
+}  // namespace
+}  // namespace tg::vk
