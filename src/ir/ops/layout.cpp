@@ -266,6 +266,12 @@ std::optional<OpSample> sum_to_shape_samples(SampleRng& rng, const std::optional
     }
     return OpSample{Attrs{{"shape", target}}, {*first}, {ValueDomain::real_range(-2, 2)}};
   }
+  if (rng.profile().boundary && rng.coin(0.3)) {
+    // Rows of a matrix summed to a column or a row: sum_to_shape's row modes, at boundary sizes.
+    const Shape wide{rng.dim(), rng.dim()};
+    const Shape narrow = rng.coin() ? Shape{wide[0], 1} : Shape{1, wide[1]};
+    return OpSample{Attrs{{"shape", narrow}}, {TensorType{DType::f32, wide}}, {ValueDomain::real_range(-2, 2)}};
+  }
   auto [narrow, wide] = broadcast_pair(rng, std::nullopt, small_shape(rng, 0, 3));
   return OpSample{Attrs{{"shape", narrow}}, {TensorType{DType::f32, wide}}, {ValueDomain::real_range(-2, 2)}};
 }

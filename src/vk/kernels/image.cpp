@@ -121,7 +121,8 @@ KernelLaunch plan_conv(const Graph& graph, const Node& node, ConvOp op) {
   // With a non-empty output every term count is at most an operand's size, so it fits the int
   // range checked above (an empty output launches nothing).
   const std::int64_t len = op == conv ? g.c * g.kh * g.kw : op == input_grad ? g.o * g.kh * g.kw : g.n * g.oh * g.ow;
-  const bool serial = len <= (op == weight_grad ? kSerialWeightGradTerms : kSerialConvTerms);
+  const bool serial = len <= (op == weight_grad ? launch_thresholds().serial_weight_grad_max_terms
+                                                : launch_thresholds().serial_conv_max_terms);
   // Long sums split into chunks across workgroups (mode 2) as reductions do (row_chunks()).
   const std::uint64_t parts = serial || rows == 0 ? 1 : row_chunks(len, rows);
   if (static_cast<std::uint64_t>(rows) * parts > 0xffffffffull) {

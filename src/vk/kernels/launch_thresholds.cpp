@@ -14,6 +14,8 @@ ScopedSmallLaunchThresholdsForTesting::ScopedSmallLaunchThresholdsForTesting() :
   g_thresholds.serial_combine_max_parts = 2;
   g_thresholds.one_dispatch_max_blocks = 4;
   g_thresholds.serial_pool_max_compares = 8;
+  g_thresholds.serial_conv_max_terms = 16;
+  g_thresholds.serial_weight_grad_max_terms = 16;
 }
 
 ScopedSmallLaunchThresholdsForTesting::~ScopedSmallLaunchThresholdsForTesting() { g_thresholds = previous_; }
