@@ -87,7 +87,9 @@ std::optional<OpSample> filled_samples(SampleRng& rng, const std::optional<Tenso
 std::optional<OpSample> arange_samples(SampleRng& rng, const std::optional<TensorType>& first) {
   if (first) return std::nullopt;
   const DType dtype = rng.coin() ? DType::f32 : DType::i32;
-  return OpSample{Attrs{{"dtype", dtype}, {"n", rng.uniform_int(0, 64)}}, {}, {}};
+  // Boundary draws reach the launch sizes past one workgroup (and a grid-stride loop under a cap).
+  const std::int64_t n = rng.profile().boundary ? rng.dim() : rng.uniform_int(0, 64);
+  return OpSample{Attrs{{"dtype", dtype}, {"n", n}}, {}, {}};
 }
 
 OpDef creation_def(OpId id, std::vector<AttrSpec> attrs, ShapeRule shape, SampleRule samples) {
