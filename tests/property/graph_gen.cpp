@@ -252,6 +252,12 @@ GraphCase build_single_op(OpId op, const OpSample& sample, SampleRng& rng) {
   return c;
 }
 
+std::int64_t largest_value(const Graph& g) {
+  std::int64_t largest = 0;
+  for (const ValueInfo& v : g.values()) largest = std::max(largest, v.type.size());
+  return largest;
+}
+
 std::string describe_tensor(const std::string& name, const HostTensor& t) {
   std::ostringstream out;
   out.precision(17);

@@ -49,6 +49,8 @@ std::vector<OpId> sampled_ops();
 GraphCase build_graph(const std::vector<Step>& steps, std::span<const OpId> ops, const GenOptions& options = {});
 // A graph with one node of `op` on a sample (fresh inputs for every operand).
 GraphCase build_single_op(OpId op, const OpSample& sample, SampleRng& rng);
+// The most elements any value of `g` holds.
+std::int64_t largest_value(const Graph& g);
 // The graph in the text format followed by every input's values, for failure messages.
 std::string describe(const GraphCase& c);
 std::string describe_tensor(const std::string& name, const HostTensor& t);

@@ -43,9 +43,7 @@ GraphCase generate_for_finite_differences(bool boundary = false) {
 // The largest value of a graph, for the distribution RapidCheck prints: how large the boundary
 // properties' graphs got.
 std::string size_tag(const GraphCase& c) {
-  std::int64_t largest = 0;
-  for (std::size_t v = 0; v < c.graph.values().size(); ++v)
-    largest = std::max(largest, c.graph.type(static_cast<ValueId>(v)).size());
+  const std::int64_t largest = largest_value(c.graph);
   return largest <= 512 ? "largest value <= 512" : largest <= 8192 ? "largest value <= 8192" : "largest value > 8192";
 }
 

@@ -21,10 +21,10 @@
 #include <set>
 #include <vector>
 
+#include "property/checks.h"
 #include "property/graph_gen.h"
 #include "property/property_support.h"
 #include "property/regression_writer.h"
-#include "support/path_coverage.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk_property_batch.h"
 #include "vk_test_support.h"
@@ -61,46 +61,9 @@ constexpr int kSmallGridOneIn = 3;
 // above this many elements are left out (counted), as build_graph leaves out steps above its bounds.
 constexpr std::int64_t kMaxGradientValueElements = std::int64_t{1} << 21;
 
-std::int64_t largest_value(const Graph& g) {
-  std::int64_t largest = 0;
-  for (const ValueInfo& v : g.values()) largest = std::max(largest, v.type.size());
-  return largest;
-}
 // Samples per op differentiated when choosing the pool: gradient rules branch on attributes and
 // broadcasting (sum_to_shape), so one sample could miss an op the gradient needs.
 constexpr std::uint64_t kPoolSamples = 8;
-
-// `c` with the projected loss appended and differentiated against every f32 input of `c`; the
-// inputs gain the proj.k values. nullopt when `c` has no f32 output or no f32 input.
-std::optional<GraphCase> gradient_case(const GraphCase& c, std::uint64_t seed) {
-  SampleRng rng(seed);
-  GraphBuilder b(c.graph.name());
-  b.mutable_graph() = c.graph;
-  TensorMap inputs = c.inputs;
-  {
-    TracingScope scope(b);
-    std::optional<Tensor> loss;
-    int k = 0;
-    for (const auto& output : c.graph.outputs()) {
-      const TensorType& type = c.graph.type(output.value);
-      if (type.dtype != DType::f32) continue;
-      const std::string name = "proj." + std::to_string(k++);
-      const Tensor w = b.input(name, type);
-      std::vector<double> values(static_cast<std::size_t>(type.size()));
-      for (double& v : values) v = static_cast<float>(rng.uniform(-1, 1));
-      inputs.emplace(name, HostTensor::of(type, std::move(values)));
-      const Tensor term = sum(b.wrap(output.value) * w);
-      loss = loss ? *loss + term : term;
-    }
-    if (!loss) return std::nullopt;
-    b.output("loss", *loss);
-  }
-  std::vector<std::string> wrt;
-  for (const auto& in : c.graph.inputs())
-    if (c.graph.type(in.value).dtype == DType::f32) wrt.push_back(in.name);
-  if (wrt.empty()) return std::nullopt;
-  return GraphCase{differentiate(b.take(), {.loss = "loss", .wrt = wrt}), std::move(inputs), c.frozen};
-}
 
 std::set<OpId> ops_without_kernel(const Graph& g) {
   std::set<OpId> missing;
@@ -132,7 +95,8 @@ std::vector<OpId> autodiff_ops() {
         SampleRng rng(seed);
         const std::optional<OpSample> sample = def.samples(rng, std::nullopt);
         if (!sample) continue;
-        if (const auto grads = gradient_case(tg::testing::build_single_op(op, *sample, rng), seed)) {
+        if (const auto grads =
+                tg::testing::projected_gradient_case(tg::testing::build_single_op(op, *sample, rng), seed)) {
           missing.merge(ops_without_kernel(grads->graph));
         }
       }
@@ -170,7 +134,7 @@ TEST_F(VkTest, RandomAutodiffGraphsMatchTheF64Oracle) {
           if (forward.graph.nodes().empty()) continue;  // every step was skipped
           std::optional<GraphCase> c;
           try {
-            c = gradient_case(forward, draw.seed);
+            c = tg::testing::projected_gradient_case(forward, draw.seed);
           } catch (const std::exception& e) {
             // An autodiff bug: the forward graph pins it (the regression runner differentiates it).
             tg::testing::maybe_write_regression(forward);
@@ -181,7 +145,7 @@ TEST_F(VkTest, RandomAutodiffGraphsMatchTheF64Oracle) {
             RC_FAIL("the gradient graph needs " + op_list(missing) + ", which has no Vulkan kernel" +
                     tg::testing::describe(*c));
           }
-          if (largest_value(c->graph) > kMaxGradientValueElements) {
+          if (tg::testing::largest_value(c->graph) > kMaxGradientValueElements) {
             ++too_large;
             continue;
           }
@@ -201,7 +165,6 @@ TEST_F(VkTest, RandomAutodiffGraphsMatchTheF64Oracle) {
   std::cout << count << "; pipelines: " << ctx->pipeline_stats().created << " compiled, "
             << ctx->pipeline_stats().reused << " reused\n";
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
-  tg::testing::write_path_coverage();
 }
 
 }  // namespace

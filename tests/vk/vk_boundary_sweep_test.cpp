@@ -42,13 +42,6 @@ class BoundarySweep : public testing::VkTest, public ::testing::WithParamInterfa
 
 std::string sweep_name(const ::testing::TestParamInfo<OpId>& param) { return std::string(op_name(param.param)); }
 
-std::int64_t largest_value(const GraphCase& c) {
-  std::int64_t largest = 0;
-  for (std::size_t v = 0; v < c.graph.values().size(); ++v)
-    largest = std::max(largest, c.graph.type(static_cast<ValueId>(v)).size());
-  return largest;
-}
-
 std::string fmt(double v) {
   std::ostringstream s;
   s.precision(17);
@@ -118,7 +111,8 @@ TEST_P(BoundarySweep, MatchesTheF64OracleForwardAndGradient) {
     // on lavapipe past a few thousand outputs, so those graphs take them only up to 2^12 elements.
     const bool image_op = op == OpId::MaxPool2d || op == OpId::MaxPool2dGrad || op == OpId::Conv2d ||
                           op == OpId::Conv2dInputGrad || op == OpId::Conv2dWeightGrad;
-    if (setup_index == 1 && largest_value(c) <= (image_op ? std::int64_t{1} << 12 : std::int64_t{1} << 17))
+    if (setup_index == 1 &&
+        tg::testing::largest_value(c.graph) <= (image_op ? std::int64_t{1} << 12 : std::int64_t{1} << 17))
       small.emplace();
     if (setup_index == 2) options.max_workgroups = static_cast<std::uint32_t>(1 + i % 3);
     const std::string setup = !small && setup_index != 2 ? "default launch choices"

@@ -17,7 +17,6 @@
 
 #include "property/graph_gen.h"
 #include "property/property_support.h"
-#include "support/path_coverage.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk_property_batch.h"
 #include "vk_test_support.h"
@@ -99,7 +98,6 @@ TEST_F(VkTest, RandomGraphsMatchTheF64OracleAndRepeatBitForBit) {
   std::cout << count << "; pipelines: " << ctx->pipeline_stats().created << " compiled, "
             << ctx->pipeline_stats().reused << " reused\n";
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
-  tg::testing::write_path_coverage();
 }
 
 }  // namespace

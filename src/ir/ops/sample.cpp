@@ -30,9 +30,13 @@ double SampleRng::uniform(double lo, double hi) {
 bool SampleRng::coin(double p_true) { return uniform(0.0, 1.0) < p_true; }
 
 std::vector<std::int64_t> boundary_dims(const SizeProfile& profile) {
-  std::set<std::int64_t> dims{1, 2};
-  for (std::int64_t p = 32; p <= 4096; p *= 2) dims.insert({p - 1, p, p + 1});
-  for (const SizeThresholdInfo& t : size_thresholds()) dims.insert({t.value - 1, t.value, t.value + 1});
+  // Built once: every SizeThreshold is declared while the library loads, before any sample.
+  static const std::set<std::int64_t> dims = [] {
+    std::set<std::int64_t> all{1, 2};
+    for (std::int64_t p = 32; p <= 4096; p *= 2) all.insert({p - 1, p, p + 1});
+    for (const SizeThresholdInfo& t : size_thresholds()) all.insert({t.value - 1, t.value, t.value + 1});
+    return all;
+  }();
   std::vector<std::int64_t> out;
   for (std::int64_t d : dims)
     if (d >= std::max<std::int64_t>(1, profile.min_boundary) && d <= profile.max_elements) out.push_back(d);
@@ -42,9 +46,10 @@ std::vector<std::int64_t> boundary_dims(const SizeProfile& profile) {
 std::int64_t SampleRng::dim(std::int64_t max_dim) {
   std::int64_t d = 0;
   if (profile_.boundary && coin(profile_.boundary_chance)) {
-    // Read per draw: thresholds are declared while the library loads, and a sample is cheap.
-    const std::vector<std::int64_t> set = boundary_dims(profile_);
-    if (!set.empty()) d = set[static_cast<std::size_t>(uniform_int(0, static_cast<std::int64_t>(set.size()) - 1))];
+    if (boundary_set_.empty()) boundary_set_ = boundary_dims(profile_);  // the profile is fixed per rng
+    if (!boundary_set_.empty()) {
+      d = boundary_set_[static_cast<std::size_t>(uniform_int(0, static_cast<std::int64_t>(boundary_set_.size()) - 1))];
+    }
     if (static_cast<double>(d) > budget_) d = 0;  // over this sample's budget: draw small instead
   }
   if (d == 0) {

@@ -48,7 +48,8 @@ class SampleRng {
  private:
   std::uint64_t state_;
   SizeProfile profile_;
-  double budget_;  // elements left for further dims of this sample (boundary profile)
+  double budget_;                           // elements left for further dims of this sample (boundary profile)
+  std::vector<std::int64_t> boundary_set_;  // boundary_dims(profile_), on the first boundary draw
 };
 
 struct ValueDomain {
