@@ -57,6 +57,14 @@ class RuntimeError : public Error {
   using Error::Error;
 };
 
+// compile / attach / replace_model refused the user's spec: an input the loss reads but nobody
+// declared, a non-scalar loss, a model without params, a wildcard in a training input, ... The
+// message names the input, param or field that is wrong.
+class CompileError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Thrown by shape rules (and infer_type) with just the rule that was broken; the builder, the
 // parser and the verifier catch it and rethrow an error that adds the op, the inputs and the call
 // site. It derives from Error so that nothing tensorgrad throws escapes a catch of tg::Error.
