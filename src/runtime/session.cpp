@@ -1,9 +1,12 @@
 // tg::Session: the interpreter backends keep params on the host and apply writebacks there; the
 // Vulkan backend keeps them on the device (vk::Program with resident params and writebacks).
+// Every public call that touches params, the program or the options' mutable state holds the
+// session's mutex, so calls from several threads are serialised (docs/runtime.md, "Threads").
 #include "tensorgrad/runtime/session.h"
 
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 #include <set>
 
 #include "tensorgrad/interp/interpreter.h"
@@ -44,6 +47,9 @@ const RunFailure& RunResult::failure() const {
 }
 
 struct Session::Impl {
+  // Held by every public call but graph() and backend(), which read what never changes after
+  // construction. Impl's members call each other without it (it is not recursive).
+  mutable std::mutex mutex;
   Graph graph;
   SessionOptions options;
   std::optional<vk::Program> program;  // Backend::vulkan
@@ -202,17 +208,31 @@ Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
 
-void Session::set_param(std::string_view name, const HostTensor& value) { impl_->set_param(name, value); }
-HostTensor Session::param(std::string_view name) const { return impl_->param(name); }
-std::vector<std::string> Session::unset_params() const { return impl_->unset_params(); }
-RunResult Session::run(const TensorMap& data) { return impl_->run(data); }
+void Session::set_param(std::string_view name, const HostTensor& value) {
+  const std::lock_guard lock(impl_->mutex);
+  impl_->set_param(name, value);
+}
+HostTensor Session::param(std::string_view name) const {
+  const std::lock_guard lock(impl_->mutex);
+  return impl_->param(name);
+}
+std::vector<std::string> Session::unset_params() const {
+  const std::lock_guard lock(impl_->mutex);
+  return impl_->unset_params();
+}
+RunResult Session::run(const TensorMap& data) {
+  const std::lock_guard lock(impl_->mutex);
+  return impl_->run(data);
+}
 const Graph& Session::graph() const { return impl_->graph; }
 Backend Session::backend() const { return impl_->options.backend; }
 std::vector<vk::DispatchTiming> Session::timings() const {
+  const std::lock_guard lock(impl_->mutex);
   return impl_->program ? impl_->program->timings() : std::vector<vk::DispatchTiming>{};
 }
 
 MemoryPlan Session::memory_plan() const {
+  const std::lock_guard lock(impl_->mutex);
   MemoryPlan plan;
   if (impl_->program) {
     const vk::ProgramStats& stats = impl_->program->stats();

@@ -1,7 +1,9 @@
-// tg::Training: the step, param access, reset, set_lr and replace_model.
+// tg::Training: the step, param access, reset, set_lr and replace_model. Every call that reads or
+// changes the core holds core_->mutex (shared with the attached forwards: training_impl.h).
 #include "tensorgrad/train/training.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/ir/ops/op_def.h"
@@ -15,6 +17,7 @@ Training& Training::operator=(Training&&) noexcept = default;
 Training::~Training() = default;
 
 StepResult Training::step(const TensorMap& data) {
+  const std::lock_guard lock(core_->mutex);
   detail::TrainingCore& core = *core_;
   if (auto problems = detail::check_data(core.spec.inputs, data)) {
     return TrainingResult<double>::failed(detail::failure("input", "step: " + *problems));
@@ -47,20 +50,42 @@ StepResult Training::step(const TensorMap& data) {
   }
 }
 
-std::int64_t Training::steps() const { return core_->steps; }
-std::uint64_t Training::seed() const { return core_->seed; }
-const std::vector<std::string>& Training::param_names() const { return core_->compiled.param_names; }
-const std::vector<ParamInfo>& Training::params() const { return core_->compiled.params; }
-const Graph& Training::graph() const { return core_->compiled.session->graph(); }
+std::int64_t Training::steps() const {
+  const std::lock_guard lock(core_->mutex);
+  return core_->steps;
+}
+std::uint64_t Training::seed() const {
+  const std::lock_guard lock(core_->mutex);
+  return core_->seed;
+}
+const std::vector<std::string>& Training::param_names() const {
+  const std::lock_guard lock(core_->mutex);
+  return core_->compiled.param_names;
+}
+const std::vector<ParamInfo>& Training::params() const {
+  const std::lock_guard lock(core_->mutex);
+  return core_->compiled.params;
+}
+const Graph& Training::graph() const {
+  const std::lock_guard lock(core_->mutex);
+  return core_->compiled.session->graph();
+}
 std::vector<std::string> Training::kernels() const {
+  const std::lock_guard lock(core_->mutex);
   // One entry per node: the op each dispatch (Vulkan) or kernel call (interpreter) runs.
   std::vector<std::string> out;
   for (const Node& node : graph().nodes()) out.emplace_back(op_def(node.op).name);
   return out;
 }
-Backend Training::backend() const { return core_->spec.backend; }
-MemoryPlan Training::memory_plan() const { return core_->compiled.session->memory_plan(); }
-const Schedule& Training::lr() const { return core_->lr; }
+Backend Training::backend() const { return core_->spec.backend; }  // never changes
+MemoryPlan Training::memory_plan() const {
+  const std::lock_guard lock(core_->mutex);
+  return core_->compiled.session->memory_plan();
+}
+const Schedule& Training::lr() const {
+  const std::lock_guard lock(core_->mutex);
+  return core_->lr;
+}
 
 namespace {
 ParamValues as_floats(const TensorMap& tensors) {
@@ -71,6 +96,7 @@ ParamValues as_floats(const TensorMap& tensors) {
 }  // namespace
 
 TensorMap Training::download_param_tensors() const {
+  const std::lock_guard lock(core_->mutex);
   TensorMap out;
   for (const std::string& name : core_->compiled.param_names) out.emplace(name, core_->compiled.session->param(name));
   return out;
@@ -79,6 +105,7 @@ TensorMap Training::download_param_tensors() const {
 ParamValues Training::download_params() const { return as_floats(download_param_tensors()); }
 
 TensorMap Training::download_param_grad_tensors() const {
+  const std::lock_guard lock(core_->mutex);
   if (!core_->has_grads) throw Error("download_param_grads: no step has completed yet (since compile or reset)");
   TensorMap out;
   for (const auto& [param, input] : core_->compiled.grad_inputs)
@@ -89,12 +116,14 @@ TensorMap Training::download_param_grad_tensors() const {
 ParamValues Training::download_param_grads() const { return as_floats(download_param_grad_tensors()); }
 
 TensorMap Training::download_optimizer_state() const {
+  const std::lock_guard lock(core_->mutex);
   TensorMap out;
   for (const std::string& name : core_->compiled.state_inputs) out.emplace(name, core_->compiled.session->param(name));
   return out;
 }
 
 void Training::upload_params(const ParamValues& values) {
+  const std::lock_guard lock(core_->mutex);
   const auto& params = core_->compiled.params;
   std::string problems;
   const auto add = [&](const std::string& problem) { problems += (problems.empty() ? "" : "; ") + problem; };
@@ -115,15 +144,20 @@ void Training::upload_params(const ParamValues& values) {
   ++core_->params_version;
 }
 
-void Training::reset(ResetOptions options) { core_->reinit(options.params, options.optimizer); }
+void Training::reset(ResetOptions options) {
+  const std::lock_guard lock(core_->mutex);
+  core_->reinit(options.params, options.optimizer);
+}
 
 void Training::set_lr(Schedule lr) {
+  const std::lock_guard lock(core_->mutex);
   validate(lr);
   core_->lr = rebased(lr, core_->steps);
   core_->base_lr = std::move(lr);
 }
 
 void Training::replace_model_erased(const Module& model, std::type_index type, ReplaceOptions options) {
+  const std::lock_guard lock(core_->mutex);
   detail::TrainingCore& core = *core_;
   if (type != core.spec.model_type) {
     throw Error("replace_model: the new model's type differs from the compiled one; the loss takes the compiled type");

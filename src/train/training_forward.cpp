@@ -1,5 +1,8 @@
 // tg::Forward: inference graphs attached to a Training, one per resolved batch size (an LRU cache),
-// reading the training's params by copying them in whenever they changed.
+// reading the training's params by copying them in whenever they changed. Every call holds the
+// training's mutex (training_impl.h): a forward reads the training's params, counters and device.
+#include <mutex>
+
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/vk/error.h"
 #include "training_impl.h"
@@ -74,6 +77,7 @@ Forward& Forward::operator=(Forward&&) noexcept = default;
 Forward::~Forward() = default;
 
 Forward Training::attach_erased(detail::ErasedFn fn, std::type_index type, InputSpecs inputs, std::size_t max_cached) {
+  const std::lock_guard lock(core_->mutex);
   if (!fn) throw Error("attach: no forward function");
   if (type != core_->spec.model_type) throw Error("attach: the forward takes another model type than the training's");
   if (max_cached < 1) throw Error("attach: max_cached_shapes must be >= 1");
@@ -99,6 +103,7 @@ Forward Training::attach_erased(detail::ErasedFn fn, std::type_index type, Input
 }
 
 ForwardResult Forward::run(const TensorMap& data) {
+  const std::lock_guard lock(core_->training->mutex);
   detail::ForwardCore& core = *core_;
   const auto batch = detail::resolve_batch(core.inputs, data);
   if (const auto* why = std::get_if<std::string>(&batch)) {
@@ -137,16 +142,24 @@ ForwardResult Forward::run(const TensorMap& data) {
   return TrainingResult<HostTensor>::completed(run.output("output"), Captures::from_outputs(run.outputs()));
 }
 
-const std::vector<std::string>& Forward::param_names() const { return core_->training->compiled.param_names; }
+const std::vector<std::string>& Forward::param_names() const {
+  const std::lock_guard lock(core_->training->mutex);
+  return core_->training->compiled.param_names;
+}
 
 const Graph& Forward::graph_for(const TensorMap& data) {
+  const std::lock_guard lock(core_->training->mutex);
   const auto batch = detail::resolve_batch(core_->inputs, data);
   if (const auto* why = std::get_if<std::string>(&batch)) throw Error("graph_for: " + *why);
   return core_->entry_for(std::get<std::int64_t>(batch)).session->graph();
 }
 
-std::size_t Forward::cached_shapes() const { return core_->cache.size(); }
+std::size_t Forward::cached_shapes() const {
+  const std::lock_guard lock(core_->training->mutex);
+  return core_->cache.size();
+}
 
+// Training's calls take the lock.
 void Forward::upload_params(const ParamValues& values) { Training(core_->training).upload_params(values); }
 
 ParamValues Forward::download_params() const { return Training(core_->training).download_params(); }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,10 @@ struct CompiledStep {
 };
 
 struct TrainingCore {
+  // Serialises the calls of the Training and of every Forward attached to it: they share params,
+  // counters and the device (docs/training.md, "Threads"). Recursive because public calls call each
+  // other (save downloads params and state, Forward::upload_params is Training::upload_params).
+  mutable std::recursive_mutex mutex;
   ErasedTrainingSpec spec;  // model, loss, inputs, optimizer, backend, device
   Schedule base_lr;         // the schedule as the user gave it (reset and replace_model restart it)
   Schedule lr;              // base_lr rebased by set_lr
@@ -46,6 +51,7 @@ struct TrainingCore {
   const TensorMap& param_snapshot();
 };
 
+// A Forward's calls hold training->mutex, which guards this state too.
 struct ForwardCore {
   std::shared_ptr<TrainingCore> training;
   ErasedFn fn;

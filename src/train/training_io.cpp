@@ -1,6 +1,7 @@
 // Training::save / load: params, optimizer state and the step counter in one safetensors file.
 #include <algorithm>
 #include <charconv>
+#include <mutex>
 
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/train/safetensors.h"
@@ -29,12 +30,14 @@ std::map<std::string, TensorType> checkpoint_types(const detail::TrainingCore& c
 }  // namespace
 
 void Training::save(const std::string& path) const {
+  const std::lock_guard lock(core_->mutex);  // params and state of one step (docs/training.md, "Threads")
   TensorMap tensors = download_param_tensors();
   tensors.merge(download_optimizer_state());
   save_safetensors(path, tensors, {{kStepKey, std::to_string(core_->steps)}, {kSeedKey, std::to_string(core_->seed)}});
 }
 
 void Training::load(const std::string& path) {
+  const std::lock_guard lock(core_->mutex);
   detail::TrainingCore& core = *core_;
   SafetensorsFile file = load_matching(path, checkpoint_types(core));
   const auto it = file.metadata.find(kStepKey);

@@ -4,6 +4,14 @@
 // the data inputs, read outputs; writebacks carry an update (an optimizer's) from an output into an
 // input after every run, on the backend. run() never throws: it returns a RunResult that is either
 // completed (outputs) or failed (a typed error). The training API is built on it.
+//
+// Threads: one Session may be called from several threads at once. Each call holds the session's
+// mutex, so calls are serialised (a run, set_param or param waits for the one in progress) and each
+// sees the state the previous one left; graph() and backend() read what never changes. Moving,
+// assigning or destroying a Session while another thread calls it is not allowed. Vulkan: a
+// vk::Context is not thread-safe, so sessions that share one (SessionOptions::vk_context) must not
+// be called from different threads at the same time (a Training's step and its forwards share one
+// and are serialised by the Training).
 #include <memory>
 #include <optional>
 #include <string>

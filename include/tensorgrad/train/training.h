@@ -16,7 +16,11 @@
 //
 // The model is referenced, not copied (modules are not copyable): it must outlive the Training and
 // every Forward attached to it (forwards trace it again for each new batch size). It is only read.
-// Nothing here is thread-safe: use one Training (and its forwards) from one thread at a time.
+// Threads: a Training and the Forwards attached to it may be called from several threads at once.
+// They share one mutex, so their calls are serialised (a forward's run waits for a step in progress
+// and sees its params). References that accessors return (param_names(), graph(), lr(), ...) stay
+// valid only until replace_model or set_lr; moving or destroying an object while another thread
+// calls it is not allowed (docs/training.md, "Threads").
 // docs/training/compile.md describes the graph compile builds and the cost of each call.
 #include <cstddef>
 #include <cstdint>
