@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "../support/test_scale.h"
 #include "tensorgrad/ir/launch_paths.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/device.h"
@@ -113,6 +114,14 @@ void check_backend(const std::string& backend) {
   ASSERT_GT(declared, 0u) << "no " << backend << " launch paths are declared: the kernels' files were not linked";
   std::string list;
   for (const std::string& name : missing) list += "  " + name + "\n";
+  if (!missing.empty() && testing::case_scale() < 1) {
+    // A sanitizer run (TG_TEST_SCALE < 1) draws a fraction of the cases, which cannot reach every
+    // path; the full-count run (make test, CI) is the one that checks them.
+    GTEST_SKIP() << "case counts scaled by " << testing::case_scale()
+                 << " (TG_PROPERTY_SCALE x TG_TEST_SCALE): coverage is checked only at full counts; " << missing.size()
+                 << " " << backend << " paths not reached in this run:\n"
+                 << list;
+  }
   EXPECT_TRUE(missing.empty()) << missing.size() << " " << backend
                                << " launch paths were never reached by the property suites:\n"
                                << list;

@@ -1,7 +1,8 @@
 #pragma once
 // Glue between RapidCheck and GoogleTest with a per-property case count. TG_PROPERTY_SCALE (a
-// positive number, default 1) multiplies every count for long soak runs; RC_PARAMS still sets the
-// seed and the other RapidCheck options.
+// positive number, default 1) multiplies every count for long soak runs, TG_TEST_SCALE too (below 1
+// in sanitizer runs; tests/support/test_scale.h); RC_PARAMS still sets the seed and the other
+// RapidCheck options.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
@@ -11,20 +12,12 @@
 #include <string>
 
 #include "support/path_coverage.h"
+#include "support/test_scale.h"
 
 namespace tg::testing {
 
-inline double property_scale() {
-  const char* text = std::getenv("TG_PROPERTY_SCALE");
-  if (!text || !*text) return 1.0;
-  const double scale = std::atof(text);
-  return scale > 0 ? scale : 1.0;
-}
-
-inline int scaled_cases(int cases) {
-  const double n = cases * property_scale();
-  return n < 1 ? 1 : static_cast<int>(n);
-}
+// `cases` times TG_PROPERTY_SCALE times TG_TEST_SCALE, at least 1 (tests/support/test_scale.h).
+inline int scaled_cases(int cases) { return scaled_count(cases); }
 
 template <class Testable>
 void check_property(Testable&& testable, int cases) {

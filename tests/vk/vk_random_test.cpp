@@ -155,8 +155,7 @@ TensorMap check(const std::shared_ptr<Context>& ctx, const Graph& g, const Tenso
   }
   const TensorMap again = program.run(in);
   for (const auto& [name, t] : got) {
-    EXPECT_EQ(0, std::memcmp(t.values.data(), again.at(name).values.data(), t.values.size() * sizeof(double)))
-        << name << " not bitwise replayable";
+    EXPECT_TRUE(testing::same_bits(t.values, again.at(name).values)) << name << " not bitwise replayable";
   }
   return got;
 }

@@ -59,8 +59,7 @@ void check(const std::shared_ptr<Context>& ctx, const Graph& g, const TensorMap&
   const TensorMap again = program.run(in);
   for (const auto& [name, t] : got) {
     const auto& v = again.at(name).values;
-    EXPECT_EQ(0, std::memcmp(t.values.data(), v.data(), v.size() * sizeof(double)))
-        << name << " not bitwise replayable";
+    EXPECT_TRUE(testing::same_bits(t.values, v)) << name << " not bitwise replayable";
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -16,6 +17,12 @@
 #include "vk/device_select.h"
 
 namespace tg::vk::testing {
+
+// Whether two value lists hold the same bits (NaNs included). An empty vector's data() may be null,
+// and memcmp with a null pointer is undefined even for 0 bytes (UBSan reports it), so sizes first.
+inline bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+}
 
 inline std::string join_lines(const std::vector<std::string>& lines) {
   std::string out;
