@@ -7,8 +7,21 @@
 
 namespace tg {
 
+namespace {
+
+// The element count of a host tensor's type, refusing a type past the size limits (shape.h) with a
+// RuntimeError before anything is allocated for it.
+std::int64_t checked_count(const TensorType& type) {
+  if (std::string problem = shape_limit_problem(type.shape); !problem.empty()) {
+    throw RuntimeError("a host tensor of type " + type.to_string() + " is past the size limits: " + problem);
+  }
+  return type.size();
+}
+
+}  // namespace
+
 HostTensor HostTensor::of(TensorType type, std::vector<double> data) {
-  if (static_cast<std::int64_t>(data.size()) != type.size()) {
+  if (static_cast<std::int64_t>(data.size()) != checked_count(type)) {
     throw Error("a tensor of type " + type.to_string() + " needs " + std::to_string(type.size()) + " elements, got " +
                 std::to_string(data.size()));
   }
@@ -24,7 +37,7 @@ HostTensor HostTensor::i32(Shape shape, const std::vector<std::int32_t>& data) {
 }
 
 HostTensor HostTensor::filled(TensorType type, double value) {
-  const auto n = static_cast<std::size_t>(type.size());
+  const auto n = static_cast<std::size_t>(checked_count(type));
   return HostTensor{std::move(type), std::vector<double>(n, value)};
 }
 

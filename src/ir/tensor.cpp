@@ -29,9 +29,7 @@ std::int64_t Tensor::dim(std::int64_t axis) const {
 }
 
 Tensor GraphBuilder::input(std::string name, TensorType type, InputKind kind) {
-  for (auto d : type.shape) {
-    if (d < 0) throw Error("input '" + name + "' has a negative dimension: " + type.to_string());
-  }
+  // Graph::add_input refuses a negative dim or a shape past the size limits with a ShapeError.
   return Tensor(this, graph_.add_input(std::move(name), kind, std::move(type)));
 }
 

@@ -27,10 +27,61 @@ std::optional<DType> parse_dtype(std::string_view text) {
   return std::nullopt;
 }
 
+std::string shape_limit_problem(const Shape& shape) {
+  std::int64_t extent = 1;  // the product of the dims, a 0 dim counted as 1
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    const std::int64_t d = shape[i];
+    if (d < 0)
+      return "shape " + shape_to_string(shape) + " has a negative dimension " + std::to_string(d) + " (axis " +
+             std::to_string(i) + ")";
+    // Compare by division, so a huge d cannot overflow the test itself.
+    if (d > 1 && extent > kMaxElements / d) {
+      return "shape " + shape_to_string(shape) + " has more than " + std::to_string(kMaxElements) +
+             " (2^48) elements, the limit of one tensor";
+    }
+    if (d > 1) extent *= d;
+  }
+  return {};
+}
+
+void check_shape_limits(const Shape& shape) {
+  if (std::string problem = shape_limit_problem(shape); !problem.empty()) rule_broken(std::move(problem));
+}
+
+namespace {
+[[noreturn]] void overflow(std::string_view what, std::int64_t a, char op, std::int64_t b) {
+  rule_broken(std::string(what) + " overflows int64 (" + std::to_string(a) + " " + op + " " + std::to_string(b) + ")");
+}
+}  // namespace
+
+std::int64_t checked_add(std::int64_t a, std::int64_t b, std::string_view what) {
+  std::int64_t out = 0;
+  if (__builtin_add_overflow(a, b, &out)) overflow(what, a, '+', b);
+  return out;
+}
+
+std::int64_t checked_sub(std::int64_t a, std::int64_t b, std::string_view what) {
+  std::int64_t out = 0;
+  if (__builtin_sub_overflow(a, b, &out)) overflow(what, a, '-', b);
+  return out;
+}
+
+std::int64_t checked_mul(std::int64_t a, std::int64_t b, std::string_view what) {
+  std::int64_t out = 0;
+  if (__builtin_mul_overflow(a, b, &out)) overflow(what, a, '*', b);
+  return out;
+}
+
 std::int64_t num_elements(const Shape& shape) {
-  std::int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
+  std::int64_t extent = 1;
+  bool empty = false;
+  for (auto d : shape) {
+    // The same test as shape_limit_problem, inline: this runs in kernels' hot paths.
+    if (d < 0 || (d > 1 && extent > kMaxElements / d)) check_shape_limits(shape);
+    if (d == 0) empty = true;
+    if (d > 1) extent *= d;
+  }
+  return empty ? 0 : extent;
 }
 
 std::string shape_to_string(const Shape& shape) {

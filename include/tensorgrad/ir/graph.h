@@ -1,10 +1,13 @@
 #pragma once
 // The SSA graph: values (type, producer), nodes (op, inputs, attributes, call site), named inputs of
 // three kinds and named outputs. Every node has exactly one output value.
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "tensorgrad/ir/attrs.h"
@@ -81,14 +84,30 @@ class Graph {
   std::optional<ValueId> find_output(std::string_view name) const;
   const GraphInput* input_of_value(ValueId id) const;  // nullptr when produced by a node
 
-  friend bool operator==(const Graph&, const Graph&) = default;
+  // Equal graphs have equal names, values, nodes, inputs and outputs (the lookup indexes below
+  // follow from those).
+  friend bool operator==(const Graph& a, const Graph& b);
 
  private:
+  // Hashes std::string and std::string_view alike, so lookups by a string_view build no string.
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view name) const { return std::hash<std::string_view>{}(name); }
+  };
+  using NameIndex = std::unordered_map<std::string, std::size_t, NameHash, std::equal_to<>>;
+
   std::string name_;
   std::vector<ValueInfo> values_;
   std::vector<Node> nodes_;
   std::vector<GraphInput> inputs_;
   std::vector<GraphOutput> outputs_;
+  // Indexes derived from the vectors above, so the lookups are O(1) and building a graph with many
+  // inputs and outputs stays linear: name -> position in inputs_ / outputs_, and per value its
+  // position in inputs_ (kNotAnInput for a node's output).
+  static constexpr std::int32_t kNotAnInput = -1;
+  NameIndex input_by_name_;
+  NameIndex output_by_name_;
+  std::vector<std::int32_t> input_of_value_;
 };
 
 }  // namespace tg

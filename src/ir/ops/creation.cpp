@@ -9,11 +9,9 @@ namespace tg {
 
 namespace {
 
-void require_nonnegative_shape(const Shape& shape) {
-  for (auto d : shape) {
-    if (d < 0) rule_broken("shape " + shape_to_string(shape) + " has a negative dimension " + std::to_string(d));
-  }
-}
+// A negative dim, or a shape past the size limits (shape.h), breaks the rule before anything is
+// allocated.
+void require_nonnegative_shape(const Shape& shape) { check_shape_limits(shape); }
 
 // A value the dtype can hold exactly: i32 needs an integer in range, bool needs 0 or 1. Any f32
 // value is accepted, infinities included (masks use -inf).

@@ -29,15 +29,21 @@ void require_stride_padding(const Attrs& attrs) {
 
 // Output length of a window of `kernel` sliding by `stride` over `extent` padded by `padding` on
 // both sides; rule_broken when not even one window fits.
+// Huge attributes break the rule (checked arithmetic) rather than overflow.
 std::int64_t window_count(std::int64_t extent, std::int64_t kernel, std::int64_t stride, std::int64_t padding,
                           std::string_view axis) {
-  if (extent + 2 * padding < kernel) {
+  const std::string what = "the padded input " + std::string(axis) + " " + str(extent) + " + 2*padding " + str(padding);
+  const std::int64_t padded = checked_add(extent, checked_mul(2, padding, what), what);
+  if (padded < kernel) {
     rules::rule_broken("kernel " + std::string(axis) + " " + str(kernel) + " exceeds the padded input " +
-                       std::string(axis) + " " + str(extent + 2 * padding) + " (" + str(extent) + " + 2*padding " +
-                       str(padding) + "): no output");
+                       std::string(axis) + " " + str(padded) + " (" + str(extent) + " + 2*padding " + str(padding) +
+                       "): no output");
   }
-  return (extent + 2 * padding - kernel) / stride + 1;
+  return (padded - kernel) / stride + 1;
 }
+
+// ceil(a / b) for a >= 0 and b >= 1, without the a + b - 1 that overflows for a huge b.
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
 void require_kernel_dims(std::int64_t kh, std::int64_t kw) {
   if (kh < 1 || kw < 1) rules::rule_broken("kernel size must be >= 1, got " + str(kh) + "x" + str(kw));
@@ -129,7 +135,7 @@ std::vector<std::optional<Tensor>> conv2d_input_grad_grad(const GradArgs& args) 
 std::int64_t conv2d_input_grad_reduction_length(const Attrs& attrs, std::span<const TensorType> inputs) {
   const Shape& w = inputs[1].shape;
   const auto s = attrs.integer("stride");
-  return w[0] * ((w[2] + s - 1) / s) * ((w[3] + s - 1) / s);
+  return w[0] * ceil_div(w[2], s) * ceil_div(w[3], s);
 }
 
 // ---- conv2d_weight_grad: input [N,C,H,W], grad_output [N,O,OH,OW] -> [O,C,kernel_h,kernel_w] ----
@@ -214,7 +220,10 @@ TensorType max_pool2d_grad_rule(const Attrs& attrs, std::span<const TensorType> 
 
 // Windows that can cover one input element: the terms its gradient sums.
 std::int64_t max_pool2d_grad_reduction_length(const Attrs& attrs, std::span<const TensorType>) {
-  const auto per_axis = (attrs.integer("kernel") + attrs.integer("stride") - 1) / attrs.integer("stride");
+  // The kernel can be huge (padding up to half of it lets a window fit a small image); the count is
+  // at most the kernel, so cap it there, where the square still fits in int64.
+  const auto per_axis =
+      std::min<std::int64_t>(ceil_div(attrs.integer("kernel"), attrs.integer("stride")), std::int64_t{1} << 31);
   return per_axis * per_axis;
 }
 
@@ -479,6 +488,10 @@ Tensor nearest_upsample2d(const Tensor& x, std::int64_t factor, CallSite loc) {
   if (factor < 1) refuse("factor must be >= 1, got " + str(factor));
   if (factor == 1) return x;
   const Shape s = x.shape();
+  // A huge factor would first break broadcast_to's rule; name the function the user called.
+  if (std::string problem = shape_limit_problem({s[0], s[1], s[2], factor, s[3], factor}); !problem.empty()) {
+    refuse("factor " + str(factor) + " makes the result past the size limits: " + problem);
+  }
   const Tensor spread = reshape(x, {s[0], s[1], s[2], 1, s[3], 1}, loc);
   const Tensor blocks = broadcast_to(spread, {s[0], s[1], s[2], factor, s[3], factor}, loc);
   return reshape(blocks, {s[0], s[1], s[2] * factor, s[3] * factor}, loc);

@@ -355,7 +355,7 @@ Shape resolve_reshape_target(Shape target, std::int64_t count) {
       rule_broken("shape " + shape_to_string(target) + " has a negative dimension " + std::to_string(target[i]) +
                   " (only -1 is allowed, to infer one dimension)");
     } else {
-      known *= target[i];
+      known = checked_mul(known, target[i], "the product of the dims of " + shape_to_string(target));
     }
   }
   if (!inferred) return target;

@@ -68,7 +68,14 @@ TensorType infer_type(OpId id, const Attrs& attrs, std::span<const TensorType> i
     for (const AttrSpec& spec : def.attrs) known = known || spec.name == name;
     if (!known) rule_broken("unknown attribute '" + name + "'");
   }
-  return def.shape(attrs, inputs);
+  // Inputs come from a graph, so they are within the size limits (shape.h); a rule's result, built
+  // from attributes or from several inputs' dims, may not be. Refuse it here, before any node
+  // exists, for the builder, the parser and the verifier alike.
+  TensorType out = def.shape(attrs, inputs);
+  if (std::string problem = shape_limit_problem(out.shape); !problem.empty()) {
+    rule_broken("its result is past the size limits: " + problem);
+  }
+  return out;
 }
 
 std::string_view tolerance_class_name(ToleranceClass cls) {

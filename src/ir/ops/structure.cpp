@@ -62,7 +62,10 @@ TensorType narrow_rule(const Attrs& attrs, std::span<const TensorType> inputs) {
   if (start < 0) rule_broken("start " + str(start) + " is negative");
   if (length < 1) rule_broken("length " + str(length) + " is less than 1");
   if (length > dim - start) {  // start + length > dim, without overflow on huge parsed values
-    rule_broken("start " + str(start) + " + length " + str(length) + " = " + str(start + length) +
+    // The sum is shown only when it fits in int64 (start and length may be anything parsed).
+    std::int64_t end = 0;
+    const bool fits = !__builtin_add_overflow(start, length, &end);
+    rule_broken("start " + str(start) + " + length " + str(length) + (fits ? " = " + str(end) : std::string()) +
                 " is past the end of axis " + str(axis) + " of size " + str(dim));
   }
   Shape out = x.shape;
@@ -104,7 +107,8 @@ TensorType pad_rule(const Attrs& attrs, std::span<const TensorType> inputs) {
   if (before < 0) rule_broken("before " + str(before) + " is negative");
   if (after < 0) rule_broken("after " + str(after) + " is negative");
   Shape out = x.shape;
-  out[static_cast<std::size_t>(axis)] += before + after;
+  auto& padded = out[static_cast<std::size_t>(axis)];
+  padded = checked_add(padded, checked_add(before, after, "before + after"), "the padded axis " + str(axis));
   return {x.dtype, out};
 }
 
@@ -154,7 +158,8 @@ TensorType concat_rule(const Attrs& attrs, std::span<const TensorType> inputs) {
                     " (only the concat axis " + str(axis) + " may differ)");
       }
     }
-    out[static_cast<std::size_t>(axis)] += dim_at(t.shape, axis);
+    auto& joined = out[static_cast<std::size_t>(axis)];
+    joined = checked_add(joined, dim_at(t.shape, axis), "the concatenated axis " + str(axis));
   }
   return {head.dtype, out};
 }
@@ -310,7 +315,15 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& size
       composite_error("split", {x.type()}, "size " + str(s) + " in " + rules::axes_to_string(sizes) + " is less than 1",
                       loc);
   }
-  const auto total = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
+  std::int64_t total = 0;
+  bool overflowed = false;  // huge sizes: the sum is past int64, so surely not the axis size
+  for (auto s : sizes) overflowed = overflowed || __builtin_add_overflow(total, s, &total);
+  if (overflowed) {
+    composite_error("split", {x.type()},
+                    "sizes " + rules::axes_to_string(sizes) + " sum past int64 but axis " + str(normalized) +
+                        " has size " + str(dim),
+                    loc);
+  }
   if (total != dim) {
     composite_error("split", {x.type()},
                     "sizes " + rules::axes_to_string(sizes) + " sum to " + str(total) + " but axis " + str(normalized) +
