@@ -97,8 +97,8 @@ class Parser : public text::TextCursor {
     }
     if (inputs_by_name_.count(input.text)) fail(input.at, "redefined value %" + text::name_text(input.text));
     expect(':', "':' and a type after the input name");
-    skip_space();
-    PendingInput pending{.name = input.text, .kind = kind, .type = checked_type(), .at = input.at};
+    // type() refuses a shape past the size limits (shape.h) at the dimension that breaks them.
+    PendingInput pending{.name = input.text, .kind = kind, .type = type(), .at = input.at};
     if (accept_keyword("after")) {
       text::Name node = value_name("a node output after 'after'");
       if (node.quoted || !text::is_all_digits(node.text)) fail(node.at, "'after' names a node output such as %3");
@@ -123,15 +123,6 @@ class Parser : public text::TextCursor {
       PendingInput& in = pending_[next_pending_++];
       in.value = graph_.add_input(in.name, in.kind, in.type);
     }
-  }
-
-  // A type within the size limits (shape.h), refused where it is written.
-  TensorType checked_type() {
-    const std::size_t at = pos_;
-    TensorType t = type();
-    if (std::string problem = shape_limit_problem(t.shape); !problem.empty())
-      fail(at, "type " + t.to_string() + ": " + problem);
-    return t;
   }
 
   // ---- body ----
@@ -208,7 +199,6 @@ class Parser : public text::TextCursor {
     skip_space();
     const std::size_t type_at = pos_;
     expect(':', "':' and the node's type");
-    // No size check here: infer() below refuses a result past the size limits, naming the op.
     const TensorType declared = type();
     SourceLoc loc;
     if (accept('@')) loc = location();

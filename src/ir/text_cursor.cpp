@@ -9,11 +9,6 @@
 
 namespace tg::text {
 
-namespace {
-// Larger shapes cannot be real tensors; refusing them keeps element counts from overflowing.
-constexpr std::int64_t kMaxElements = std::int64_t{1} << 48;
-}  // namespace
-
 void TextCursor::fail(std::size_t at, const std::string& message) const {
   std::size_t line = 1, column = 1;
   for (std::size_t i = 0; i < at && i < src_.size(); ++i) {
@@ -178,8 +173,13 @@ TensorType TextCursor::type() {
       const std::size_t dim_at = pos_;
       const auto dim = integer<std::int64_t>("a dimension");
       if (dim < 0) fail(dim_at, "dimension " + std::to_string(dim) + " is negative");
-      if (dim > 0 && elements > kMaxElements / dim) fail(dim_at, "shape has too many elements");
-      elements *= dim;
+      // The size limits of shape.h, checked per dim so the error points at the one past them: the
+      // extent (a 0 dim counted as 1) stays at most kMaxElements.
+      if (dim > 1 && elements > kMaxElements / dim) {
+        fail(dim_at, "shape has too many elements: more than " + std::to_string(kMaxElements) +
+                         " (2^48), the limit of one tensor, with dimension " + std::to_string(dim));
+      }
+      if (dim > 1) elements *= dim;
       result.shape.push_back(dim);
     } while (accept(','));
     expect(']', "',' or ']' in the shape");
