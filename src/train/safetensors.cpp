@@ -1,25 +1,21 @@
 #include "tensorgrad/train/safetensors.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <bit>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <tuple>
 
 #include "train/json.h"
+#include "train/safetensors_file.h"
 
 namespace tg {
 namespace {
 
 // The reference implementation refuses larger headers; so do we, before allocating anything.
 constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
+constexpr std::size_t kLengthBytes = 8;  // the header length field
 
 // How the bytes are read; the element width tells the integer sizes apart.
 enum class Storage : std::uint8_t { f64, f32, f16, bf16, signed_int, unsigned_int, boolean };
@@ -90,6 +86,7 @@ struct Layout {
   std::vector<Entry> entries;
   SafetensorsMetadata metadata;
   std::uint64_t data_start = 0;  // 8 + header length
+  std::uint64_t data_size = 0;   // the bytes after the header, by the file's own size
 };
 
 // "a number", "an object", ...
@@ -202,20 +199,27 @@ void check_tiling(const std::vector<Entry>& entries, std::uint64_t data_size, st
   }
 }
 
-Layout read_layout(std::span<const std::uint8_t> bytes, std::string_view source) {
-  if (bytes.size() < 8) {
-    fail(source, "the file has " + std::to_string(bytes.size()) + " bytes, fewer than the 8-byte header length");
+// The header length the first 8 bytes claim, checked against the cap and against the file's total
+// size before anything is allocated for it.
+std::uint64_t header_length(std::span<const std::uint8_t> first8, std::uint64_t total_size, std::string_view source) {
+  if (total_size < kLengthBytes) {
+    fail(source, "the file has " + std::to_string(total_size) + " bytes, fewer than the 8-byte header length");
   }
-  const std::uint64_t header_size = read_le(bytes.data(), 8);
+  const std::uint64_t header_size = read_le(first8.data(), kLengthBytes);
   if (header_size > kMaxHeaderBytes) {
     fail(source, "header length " + std::to_string(header_size) + " is over the limit of " +
                      std::to_string(kMaxHeaderBytes) + " bytes");
   }
-  if (header_size > bytes.size() - 8) {
+  if (header_size > total_size - kLengthBytes) {
     fail(source, "header length " + std::to_string(header_size) + " runs past the end of the " +
-                     std::to_string(bytes.size()) + "-byte file");
+                     std::to_string(total_size) + "-byte file");
   }
-  const std::string_view header(reinterpret_cast<const char*>(bytes.data() + 8), header_size);
+  return header_size;
+}
+
+// Parses and checks the header (`header` is its JSON text) of a file of `total_size` bytes: every
+// byte range must lie within the data that size leaves.
+Layout read_layout(std::string_view header, std::uint64_t total_size, std::string_view source) {
   if (header.empty() || header.front() != '{') fail(source, "the header does not start with '{'");
   json::Value root;
   try {
@@ -225,16 +229,16 @@ Layout read_layout(std::span<const std::uint8_t> bytes, std::string_view source)
   }
   if (root.kind != json::Value::Kind::object) fail(source, "the header is not a JSON object");
   Layout layout;
-  layout.data_start = 8 + header_size;
-  const std::uint64_t data_size = bytes.size() - layout.data_start;
+  layout.data_start = kLengthBytes + header.size();
+  layout.data_size = total_size - layout.data_start;
   for (const json::Member& m : root.members) {
     if (m.key == "__metadata__") {
       layout.metadata = read_metadata(m.value, source);
     } else {
-      layout.entries.push_back(read_entry(m, data_size, source));
+      layout.entries.push_back(read_entry(m, layout.data_size, source));
     }
   }
-  check_tiling(layout.entries, data_size, source);
+  check_tiling(layout.entries, layout.data_size, source);
   return layout;
 }
 
@@ -303,32 +307,33 @@ HostTensor decode_entry(const Entry& e, const std::uint8_t* data, std::string_vi
   return HostTensor{e.type(), std::move(values)};
 }
 
-SafetensorsFile decode_layout(const Layout& layout, std::span<const std::uint8_t> bytes, std::string_view source) {
+// `data` is the layout's data_size bytes after the header.
+SafetensorsFile decode_layout(const Layout& layout, std::span<const std::uint8_t> data, std::string_view source) {
   SafetensorsFile file;
   file.metadata = layout.metadata;
   for (const Entry& e : layout.entries) {
-    file.tensors.emplace(e.name, decode_entry(e, bytes.data() + layout.data_start + e.begin, source));
+    file.tensors.emplace(e.name, decode_entry(e, data.data() + e.begin, source));
     file.stored_dtypes.emplace(e.name, std::string(e.dtype->name));
   }
   return file;
 }
 
-std::vector<std::uint8_t> read_whole_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  const int open_error = errno;
-  if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(open_error));
-  std::vector<std::uint8_t> bytes;
-  std::uint8_t chunk[1 << 16];
-  ssize_t n = 0;
-  while ((n = ::read(fd, chunk, sizeof chunk)) != 0) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    bytes.insert(bytes.end(), chunk, chunk + n);
-  }
-  const int err = errno;
-  ::close(fd);
-  if (n < 0) fail(path, std::string("cannot read: ") + std::strerror(err));
-  return bytes;
+// A file's layout, read from its first 8 + N bytes only: the header length and every byte range are
+// bounded by the size fstat() gives before anything is allocated for them.
+Layout read_file_layout(const safetensors_file::InputFile& file) {
+  std::uint8_t first8[kLengthBytes] = {};
+  if (file.size() >= kLengthBytes) file.read_at(0, first8);
+  const std::uint64_t header_size = header_length(first8, file.size(), file.path());
+  std::string header(header_size, '\0');
+  file.read_at(kLengthBytes, std::span(reinterpret_cast<std::uint8_t*>(header.data()), header.size()));
+  return read_layout(header, file.size(), file.path());
+}
+
+SafetensorsFile read_file_data(const safetensors_file::InputFile& file, const Layout& layout) {
+  std::vector<std::uint8_t> data(layout.data_size);
+  file.read_at(layout.data_start, data);
+  file.check_unchanged();
+  return decode_layout(layout, data, file.path());
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -360,53 +365,6 @@ std::uint64_t encode_value(DType dtype, double v) {  // v passed check_storable
   if (dtype == DType::f32) return std::bit_cast<std::uint32_t>(static_cast<float>(v));
   if (dtype == DType::i32) return static_cast<std::uint32_t>(static_cast<std::int32_t>(v));
   return v != 0.0 ? 1 : 0;
-}
-
-// Replaces `path` with `bytes` through a temporary file in the same directory (a rename is atomic
-// only within one file system), removing the temporary file on any failure.
-void write_file_atomically(const std::string& path, std::span<const std::uint8_t> bytes) {
-  const std::filesystem::path target(path);
-  if (!target.has_filename()) fail(path, "cannot save: the path names no file");
-  static std::atomic<unsigned> counter{0};
-  std::string temp;
-  int fd = -1;
-  for (int attempt = 0; fd < 0; ++attempt) {
-    temp = (target.parent_path() /
-            ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++)))
-               .string();
-    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    const int err = errno;
-    if (fd < 0 && (err != EEXIST || attempt > 100)) {
-      fail(path, "cannot save: cannot create " + in_quotes(temp) + ": " + std::strerror(err));
-    }
-  }
-  // Takes errno first, before building the message can disturb it.
-  const auto give_up = [&](const char* step) {
-    const int err = errno;
-    if (fd >= 0) ::close(fd);
-    ::unlink(temp.c_str());
-    fail(path, "cannot save: " + std::string(step) + " " + in_quotes(temp) + " failed: " + std::strerror(err));
-  };
-  std::size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) give_up("writing");
-    written += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) give_up("fsync of");
-  const int closing = fd;
-  fd = -1;
-  if (::close(closing) != 0) give_up("closing");
-  if (::rename(temp.c_str(), path.c_str()) != 0) give_up("renaming");
-  // Make the rename itself durable. Best effort: the new file is complete and in place already,
-  // and some file systems refuse fsync on a directory.
-  const std::string dir = target.parent_path().empty() ? "." : target.parent_path().string();
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
 }
 
 }  // namespace
@@ -461,7 +419,10 @@ std::vector<std::uint8_t> encode_safetensors(const TensorMap& tensors, const Saf
 }
 
 SafetensorsFile decode_safetensors(std::span<const std::uint8_t> bytes, std::string_view source) {
-  return decode_layout(read_layout(bytes, source), bytes, source);
+  const std::uint64_t header_size = header_length(bytes, bytes.size(), source);
+  const std::string_view header(reinterpret_cast<const char*>(bytes.data() + kLengthBytes), header_size);
+  const Layout layout = read_layout(header, bytes.size(), source);
+  return decode_layout(layout, bytes.subspan(layout.data_start), source);
 }
 
 void save_safetensors(const std::string& path, const TensorMap& tensors, const SafetensorsMetadata& metadata) {
@@ -471,14 +432,17 @@ void save_safetensors(const std::string& path, const TensorMap& tensors, const S
   } catch (const SafetensorsError& e) {
     fail(path, e.what());
   }
-  write_file_atomically(path, bytes);
+  safetensors_file::write_atomically(path, bytes);
 }
 
-SafetensorsFile load_safetensors(const std::string& path) { return decode_safetensors(read_whole_file(path), path); }
+SafetensorsFile load_safetensors(const std::string& path) {
+  const safetensors_file::InputFile file(path);
+  return read_file_data(file, read_file_layout(file));
+}
 
 SafetensorsFile load_matching(const std::string& path, const std::map<std::string, TensorType>& expected) {
-  const std::vector<std::uint8_t> bytes = read_whole_file(path);
-  const Layout layout = read_layout(bytes, path);
+  const safetensors_file::InputFile file(path);
+  const Layout layout = read_file_layout(file);
   std::string missing, unexpected, mismatched;
   std::map<std::string_view, const Entry*> found;
   for (const Entry& e : layout.entries) found.emplace(e.name, &e);
@@ -504,7 +468,7 @@ SafetensorsFile load_matching(const std::string& path, const std::map<std::strin
     if (!unexpected.empty()) message += "\n  unexpected: " + unexpected;
     fail(path, message + mismatched);
   }
-  return decode_layout(layout, bytes, path);
+  return read_file_data(file, layout);
 }
 
 }  // namespace tg

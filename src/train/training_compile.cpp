@@ -1,12 +1,31 @@
 // tg::compile: trace the loss with the params bound, differentiate, append the optimizer, and build
 // the Session that runs the step.
+#include <algorithm>
 #include <random>
+#include <stdexcept>
 
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/passes/autodiff.h"
 #include "training_impl.h"
 
 namespace tg {
+
+namespace {
+template <class Map>
+auto& checked_at(Map& inputs, std::string_view name) {
+  const auto it = inputs.find(name);
+  if (it != inputs.end()) return it->second;
+  std::string declared;
+  for (const auto& entry : inputs) declared += (declared.empty() ? "" : ", ") + entry.first;
+  throw CompileError("input '" + std::string(name) + "' is read but not declared; the declared inputs are " +
+                     (declared.empty() ? std::string("(none)") : declared) +
+                     " (add it to the spec's .inputs with its shape)");
+}
+}  // namespace
+
+const Tensor& Inputs::at(std::string_view name) const { return checked_at(*this, name); }
+Tensor& Inputs::at(std::string_view name) { return checked_at(*this, name); }
+
 namespace detail {
 
 RunFailure failure(std::string kind, std::string message) { return {std::move(kind), std::move(message)}; }
@@ -63,38 +82,87 @@ Graph trace(const Module& model, const ErasedFn& fn, const InputSpecs& inputs, c
     ParamBinding bound(model, builder);
     Inputs traced;
     for (const auto& [name, spec] : inputs) traced.emplace(name, builder.input(name, {spec.dtype, spec.shape}));
-    const Tensor result = fn(model, traced);
+    Tensor result;
+    try {
+      result = fn(model, traced);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::logic_error& e) {
+      // A std::out_of_range from a container's at() in the user's function (a ModuleList index, a
+      // vector of sizes, ...): a mistake in the spec, reported as one.
+      throw CompileError("graph '" + graph_name + "': the traced function threw a std::logic_error: " + e.what());
+    }
     if (!result.valid() || &result.builder() != &builder) {
-      throw Error("graph '" + graph_name + "': the function must return a tensor traced from its inputs or params");
+      throw CompileError("graph '" + graph_name +
+                         "': the function must return a tensor traced from its inputs or params");
     }
     add_outputs(builder, result);
   }
   return builder.take();
 }
 
+namespace {
+// An input named like a param, or like a graph input the compiler adds (the optimizer's scalars
+// "optim.*", the state "<param>.adam.m", "<param>.last_grad", ..., the step seed), would collide
+// with it in the step graph.
+void check_input_names(const InputSpecs& inputs, const std::vector<ParamInfo>& params) {
+  for (const auto& [name, input] : inputs) {
+    const auto refuse = [&](const std::string& why) { throw CompileError("compile: input '" + name + "' " + why); };
+    if (name.empty()) refuse("has an empty name");
+    if (name == kStepSeedInput) refuse("is reserved for the step seed of dropout and randn");
+    if (name.starts_with("optim.")) refuse("is in the namespace 'optim.' of the optimizer's inputs");
+    for (const ParamInfo& p : params) {
+      if (name == p.name) refuse("has the name of a param of the model");
+      if (name.starts_with(p.name + ".")) {
+        refuse("is in the namespace '" + p.name + ".' of param '" + p.name + "''s optimizer state");
+      }
+    }
+  }
+}
+
+// Whether `value` is computed from a param input (the nodes are in SSA order: producers first).
+bool depends_on_a_param(const Graph& graph, ValueId value) {
+  std::vector<bool> needed(graph.values().size(), false);
+  needed[static_cast<std::size_t>(value)] = true;
+  for (auto node = graph.nodes().rbegin(); node != graph.nodes().rend(); ++node) {
+    if (!needed[static_cast<std::size_t>(node->output)]) continue;
+    for (const ValueId in : node->inputs) needed[static_cast<std::size_t>(in)] = true;
+  }
+  return std::any_of(graph.inputs().begin(), graph.inputs().end(), [&](const GraphInput& in) {
+    return in.kind == InputKind::param && needed[static_cast<std::size_t>(in.value)];
+  });
+}
+}  // namespace
+
 CompiledStep compile_step(const ErasedTrainingSpec& spec) {
-  if (spec.model == nullptr) throw Error("compile: no model");
-  if (!spec.loss) throw Error("compile: no loss function");
+  if (spec.model == nullptr) throw CompileError("compile: no model");
+  if (!spec.loss) throw CompileError("compile: no loss function");
   for (const auto& [name, input] : spec.inputs) {
     for (const std::int64_t dim : input.shape) {
       if (dim < 0) {
-        throw Error("compile: input '" + name + "' has shape " + shape_to_string(input.shape) +
-                    ": training inputs are static (wildcards are for attached forwards)");
+        throw CompileError("compile: input '" + name + "' has shape " + shape_to_string(input.shape) +
+                           ": training inputs are static (wildcards are for attached forwards)");
       }
     }
   }
   CompiledStep out;
   out.params = spec.model->params();
-  if (out.params.empty()) throw Error("compile: the model has no params to train");
+  if (out.params.empty()) throw CompileError("compile: the model has no params to train");
   for (const ParamInfo& p : out.params) out.param_names.push_back(p.name);
+  check_input_names(spec.inputs, out.params);
 
   const Graph forward = trace(*spec.model, spec.loss, spec.inputs, "training", [](GraphBuilder& b, const Tensor& loss) {
     if (loss.rank() != 0 || !is_float(loss.dtype())) {
-      throw Error("compile: the loss must be a 0-d float tensor (a scalar), got " + loss.type().to_string() +
-                  "; reduce it, e.g. with mean()");
+      throw CompileError("compile: the loss must be a 0-d float tensor (a scalar), got " + loss.type().to_string() +
+                         "; reduce it, e.g. with mean()");
     }
     b.output("loss", loss);
   });
+  if (!depends_on_a_param(forward, *forward.find_output("loss"))) {
+    throw CompileError("compile: the loss does not depend on any param of the model (" +
+                       std::to_string(out.params.size()) + " params, e.g. '" + out.params.front().name +
+                       "'), so there is nothing to train");
+  }
   const Graph with_grads = differentiate(forward, {.loss = "loss"});
   std::vector<ParamGrad> grads = param_grads(with_grads);
   for (ParamGrad& g : grads) {

@@ -1,6 +1,8 @@
 // Training::save / load: params, optimizer state and the step counter in one safetensors file.
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <limits>
 #include <mutex>
 
 #include "tensorgrad/ir/error.h"
@@ -10,8 +12,9 @@
 namespace tg {
 namespace {
 
-constexpr const char* kStepKey = "tensorgrad.step";
-constexpr const char* kSeedKey = "tensorgrad.seed";
+constexpr std::string_view kStepKey = "tensorgrad.step";
+constexpr std::string_view kSeedKey = "tensorgrad.seed";
+constexpr std::string_view kOwnPrefix = "tensorgrad.";  // keys of ours: known ones only
 
 // Every param and optimizer state input with its type: what a checkpoint holds (the last step's
 // gradients, also state inputs of the step graph, are not part of it).
@@ -27,30 +30,84 @@ std::map<std::string, TensorType> checkpoint_types(const detail::TrainingCore& c
   return out;
 }
 
+[[noreturn]] void refuse(const std::string& path, const std::string& what) {
+  throw SafetensorsError("safetensors file '" + path + "': not loaded: " + what);
+}
+
+// A metadata value that must be a plain decimal count (digits only: no sign, space or exponent).
+template <class Int>
+Int parse_count(const std::string& path, std::string_view key, const std::string& text, Int max) {
+  Int value = 0;
+  const bool digits_only =
+      !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (!digits_only || error != std::errc() || end != text.data() + text.size() || value > max) {
+    refuse(path, "metadata '" + std::string(key) + "' is \"" + text + "\"; it must be a decimal integer in [0, " +
+                     std::to_string(max) + "]");
+  }
+  return value;
+}
+
+// The step counter; the seed, when present, must be a u64 (it is not applied: the training keeps
+// its own); any other "tensorgrad." key is from an unknown writer and refused.
+std::int64_t read_metadata(const std::string& path, const SafetensorsMetadata& metadata) {
+  const auto step = metadata.find(std::string(kStepKey));
+  if (step == metadata.end()) {
+    refuse(path, "not a training checkpoint: metadata '" + std::string(kStepKey) + "' (the step counter) is missing");
+  }
+  const std::int64_t steps = parse_count<std::int64_t>(path, kStepKey, step->second, kMaxTrainingSteps);
+  for (const auto& [key, value] : metadata) {
+    if (key == kSeedKey) {
+      parse_count<std::uint64_t>(path, kSeedKey, value, std::numeric_limits<std::uint64_t>::max());
+    } else if (key != kStepKey && key.starts_with(kOwnPrefix)) {
+      refuse(path, "unknown metadata '" + key + "' (a checkpoint holds only '" + std::string(kStepKey) + "' and '" +
+                       std::string(kSeedKey) + "' under 'tensorgrad.')");
+    }
+  }
+  return steps;
+}
+
+// Values the step cannot start from: NaN or Inf (unless allowed), a negative Adam second moment
+// (its square root is taken).
+void check_values(const std::string& path, const TensorMap& tensors, bool allow_nonfinite) {
+  for (const auto& [name, tensor] : tensors) {
+    const std::vector<double>& v = tensor.values;
+    if (!allow_nonfinite) {
+      const auto bad = std::find_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); });
+      if (bad != v.end()) {
+        refuse(path, "tensor '" + name + "' element " + std::to_string(bad - v.begin()) + " is " +
+                         std::to_string(*bad) +
+                         " (not finite; every later step would fail. TrainingSpec::allow_nonfinite_params accepts it)");
+      }
+    }
+    if (name.ends_with(".adam.v")) {
+      const auto negative = std::find_if(v.begin(), v.end(), [](double x) { return x < 0; });
+      if (negative != v.end()) {
+        refuse(path, "tensor '" + name + "' element " + std::to_string(negative - v.begin()) + " is " +
+                         std::to_string(*negative) + ", but Adam's second moment is never negative");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void Training::save(const std::string& path) const {
   const std::lock_guard lock(core_->mutex);  // params and state of one step (docs/training.md, "Threads")
   TensorMap tensors = download_param_tensors();
   tensors.merge(download_optimizer_state());
-  save_safetensors(path, tensors, {{kStepKey, std::to_string(core_->steps)}, {kSeedKey, std::to_string(core_->seed)}});
+  save_safetensors(
+      path, tensors,
+      {{std::string(kStepKey), std::to_string(core_->steps)}, {std::string(kSeedKey), std::to_string(core_->seed)}});
 }
 
 void Training::load(const std::string& path) {
   const std::lock_guard lock(core_->mutex);
   detail::TrainingCore& core = *core_;
+  // Everything is read and checked into temporaries first; only a fully valid file is applied.
   SafetensorsFile file = load_matching(path, checkpoint_types(core));
-  const auto it = file.metadata.find(kStepKey);
-  std::int64_t steps = -1;
-  if (it != file.metadata.end()) {
-    const std::string& text = it->second;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), steps);
-    if (error != std::errc() || end != text.data() + text.size()) steps = -1;
-  }
-  if (steps < 0) {
-    throw SafetensorsError(path + ": not a training checkpoint: metadata '" + kStepKey +
-                           "' (the step counter) is missing or not a count");
-  }
+  const std::int64_t steps = read_metadata(path, file.metadata);
+  check_values(path, file.tensors, core.spec.allow_nonfinite_params);
   for (const auto& [name, value] : file.tensors) core.compiled.session->set_param(name, value);
   core.steps = steps;
   core.has_grads = false;

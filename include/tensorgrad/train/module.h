@@ -159,8 +159,10 @@ class ModuleList : public Module {
 
   std::size_t size() const { return items_.size(); }
   bool empty() const { return items_.empty(); }
-  T& operator[](std::size_t i) { return *items_.at(i); }
-  const T& operator[](std::size_t i) const { return *items_.at(i); }
+  // An index past the end throws tg::Error naming the list and its size (not std::out_of_range:
+  // inside a loss that is a mistake in the model, and compile reports it as one).
+  T& operator[](std::size_t i) { return *items_[checked(i)]; }
+  const T& operator[](std::size_t i) const { return *items_[checked(i)]; }
 
   // Iterates the elements as T& (not as the owning pointers).
   template <class Elem, class Base>
@@ -194,6 +196,13 @@ class ModuleList : public Module {
   const_iterator end() const { return const_iterator(items_.end()); }
 
  private:
+  std::size_t checked(std::size_t i) const {
+    if (i >= items_.size()) {
+      throw Error("ModuleList '" + path() + "' has " + std::to_string(items_.size()) + " elements; index " +
+                  std::to_string(i) + " is out of range");
+    }
+    return i;
+  }
   std::vector<std::unique_ptr<T>> items_;
 };
 

@@ -47,8 +47,19 @@
 
 namespace tg {
 
-// The traced inputs a loss or forward receives, by name.
-using Inputs = std::map<std::string, Tensor, std::less<>>;
+// The traced inputs a loss or forward receives, by name. at() of a name that was not declared throws
+// CompileError naming it and the declared inputs (a plain std::map would throw std::out_of_range).
+class Inputs : public std::map<std::string, Tensor, std::less<>> {
+ public:
+  using map::map;
+  const Tensor& at(std::string_view name) const;
+  Tensor& at(std::string_view name);
+};
+
+// The largest step counter a Training holds: Training::load refuses a checkpoint whose step is
+// larger. 2^53 keeps every step exact as a double (schedules and Adam's bias correction compute in
+// double) and leaves step + 1 far from overflowing.
+inline constexpr std::int64_t kMaxTrainingSteps = std::int64_t{1} << 53;
 
 // A declared input. In a forward's specs, dim 0 may be -1: a wildcard batch dim, resolved at each
 // run from the data (all wildcards of one run must agree). Training inputs are fully static.
@@ -77,6 +88,10 @@ struct TrainingSpec {
   std::optional<std::uint64_t> seed;
   // Vulkan: the device to use; null creates one.
   std::shared_ptr<vk::Context> vk_context;
+  // upload_params and load refuse NaN and Inf values (after which every step would fail) with a
+  // tg::RuntimeError / SafetensorsError naming the param and the first bad element; true accepts
+  // them.
+  bool allow_nonfinite_params = false;
 };
 
 template <class M>
@@ -141,6 +156,7 @@ struct ErasedTrainingSpec {
   Backend backend = Backend::interp_f32;
   std::optional<std::uint64_t> seed;
   std::shared_ptr<vk::Context> vk_context;
+  bool allow_nonfinite_params = false;
 };
 struct TrainingCore;
 struct ForwardCore;
@@ -200,8 +216,8 @@ class Training {
   TensorMap download_param_grad_tensors() const;
   // The optimizer state inputs ("<param>.adam.m", ...), exactly as held.
   TensorMap download_optimizer_state() const;
-  // Sets some or all params. Throws tg::Error naming every unknown name and wrong size; then
-  // nothing is written.
+  // Sets some or all params. Throws tg::RuntimeError naming every unknown name, wrong size and
+  // (unless TrainingSpec::allow_nonfinite_params) NaN or Inf value; then nothing is written.
   void upload_params(const ParamValues& values);
 
   void reset(ResetOptions options = {});
@@ -209,9 +225,12 @@ class Training {
   void set_lr(Schedule lr);
   const Schedule& lr() const;
 
-  // Params, optimizer state and the step counter as a safetensors file (metadata "step", "seed").
-  // load checks the names and shapes (load_matching) and throws a SafetensorsError naming every
-  // mismatch; on any error nothing changes.
+  // Params, optimizer state and the step counter as a safetensors file (metadata
+  // "tensorgrad.step", "tensorgrad.seed"). load reads regular files only, checks the names and
+  // shapes (load_matching), the metadata (step in [0, kMaxTrainingSteps], seed a u64, no other
+  // "tensorgrad." key), that Adam's second moments are >= 0 and (unless allow_nonfinite_params)
+  // that every value is finite, and throws a SafetensorsError naming the file and what is wrong; on
+  // any error nothing changes. docs/training/safetensors.md lists the checks.
   void save(const std::string& path) const;
   void load(const std::string& path);
 
@@ -268,8 +287,10 @@ class Forward {
 
 // Compiles the training step: traces spec.loss with the model's params bound, checks it is a 0-d
 // float, differentiates it w.r.t. every param, appends the optimizer, and builds a Session with
-// params = init_params(model, seed) and zero optimizer state. Throws tg::Error (or a ShapeError
-// from tracing, a vk error from the backend) on any problem.
+// params = init_params(model, seed) and zero optimizer state. Throws CompileError naming what is
+// wrong in the spec (an undeclared input the loss reads, a non-scalar loss, a model without params,
+// a wildcard input, an input named like a param, ...), a ShapeError from tracing, a vk error from
+// the backend.
 Training compile_erased(detail::ErasedTrainingSpec spec);
 
 template <class M>
@@ -282,7 +303,8 @@ Training compile(TrainingSpec<M> spec) {
                          .lr = std::move(spec.lr),
                          .backend = spec.backend,
                          .seed = spec.seed,
-                         .vk_context = std::move(spec.vk_context)});
+                         .vk_context = std::move(spec.vk_context),
+                         .allow_nonfinite_params = spec.allow_nonfinite_params});
 }
 
 template <class M>
