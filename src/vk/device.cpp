@@ -7,6 +7,7 @@
 
 #include "tensorgrad/vk/error.h"
 #include "vk/device_select.h"
+#include "vk/leak_check_support.h"
 
 namespace tg::vk {
 
@@ -183,7 +184,9 @@ VkResult create_instance(bool validation, const void* next, VkInstance* instance
   info.ppEnabledLayerNames = layers.data();
   info.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();
-  return vkCreateInstance(&info, nullptr, instance);
+  const VkResult result = vkCreateInstance(&info, nullptr, instance);
+  if (result == VK_SUCCESS) keep_vulkan_modules_loaded_for_leak_checks();  // ASan builds only
+  return result;
 }
 
 bool validation_features_available() {
