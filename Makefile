@@ -7,16 +7,17 @@ PRESET ?= release
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD_DIR := build/$(if $(filter asan-ubsan,$(PRESET)),asan,$(PRESET))
 
-.PHONY: help setup configure build demo test asan soak format format-check clean
+.PHONY: help setup configure build demo test asan tsan soak format format-check clean
 
 help:
 	@echo "make demo          set up, build (preset $(PRESET)) and run examples/demo.cpp"
 	@echo "make test          set up, build and run every CTest suite (unit, property, install, ...)"
-	@echo "make asan          the same under AddressSanitizer + UBSan (preset asan-ubsan, build/asan)"
+	@echo "make asan          the same under AddressSanitizer + UBSan (preset asan-ubsan, build/asan, 0.1x cases)"
+	@echo "make tsan          the thread-safety tests (names with Concurrency) under ThreadSanitizer (preset tsan, build/tsan)"
 	@echo "make soak          the random-graph properties at TG_SOAK_SCALE (45: ~100,000 Vulkan graphs)"
 	@echo "make build         set up and build only;  PRESET=dev|release|asan-ubsan picks the preset"
 	@echo "make format        clang-format every tracked C++ file;  make format-check only checks"
-	@echo "make clean         remove build/dev, build/release and build/asan"
+	@echo "make clean         remove build/dev, build/release, build/asan and build/tsan"
 
 setup:
 	@scripts/setup.sh
@@ -34,8 +35,15 @@ demo: configure
 test: build
 	ctest --preset $(PRESET) -j $(JOBS)
 
+# Every suite under ASan + UBSan + LSan at -O1, with the long suites at a tenth of their cases
+# (TG_TEST_SCALE=0.1) and lavapipe's own leaks suppressed (tests/sanitizers/lsan.supp).
 asan:
 	$(MAKE) test PRESET=asan-ubsan
+
+# The library and tg_unit_tests under TSan (the build preset builds only those), then the tests
+# whose names contain Concurrency (the test preset's filter): Session, Training and Forward from several threads.
+tsan:
+	$(MAKE) test PRESET=tsan
 
 # Random-graph properties only, TG_SOAK_SCALE times their CI counts (scripts/soak.sh).
 soak: configure
@@ -51,4 +59,4 @@ format-check:
 	$(CXX_FILES) | xargs -r clang-format --dry-run --Werror
 
 clean:
-	rm -rf build/dev build/release build/asan
+	rm -rf build/dev build/release build/asan build/tsan
