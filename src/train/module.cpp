@@ -102,10 +102,9 @@ Tensor Param::tensor() const {
   for (const ParamBinding *b = innermost_binding; b != nullptr; b = b->outer_) {
     if (auto t = b->find(*this)) return *t;
   }
-  throw Error("param '" + name() +
-              "' is used outside a binding: bind its model to the graph being "
-              "traced first "
-              "(tg::ParamBinding bound(model, builder))");
+  throw CompileError("param '" + name() +
+                     "' is not bound to the graph being traced: it belongs to another model instance than the one "
+                     "compiled, or is used outside a binding (tg::ParamBinding bound(model, builder))");
 }
 
 // ---- ParamBinding ----

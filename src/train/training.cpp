@@ -165,7 +165,8 @@ void Training::replace_model_erased(const Module& model, std::type_index type, R
   const std::lock_guard lock(core_->mutex);
   detail::TrainingCore& core = *core_;
   if (type != core.spec.model_type) {
-    throw Error("replace_model: the new model's type differs from the compiled one; the loss takes the compiled type");
+    throw CompileError(
+        "replace_model: the new model's type differs from the compiled one; the loss takes the compiled type");
   }
   if (options.lr) validate(*options.lr);
   detail::ErasedTrainingSpec spec = core.spec;

@@ -78,15 +78,16 @@ Forward::~Forward() = default;
 
 Forward Training::attach_erased(detail::ErasedFn fn, std::type_index type, InputSpecs inputs, std::size_t max_cached) {
   const std::lock_guard lock(core_->mutex);
-  if (!fn) throw Error("attach: no forward function");
-  if (type != core_->spec.model_type) throw Error("attach: the forward takes another model type than the training's");
-  if (max_cached < 1) throw Error("attach: max_cached_shapes must be >= 1");
+  if (!fn) throw CompileError("attach: no forward function");
+  if (type != core_->spec.model_type)
+    throw CompileError("attach: the forward takes another model type than the training's");
+  if (max_cached < 1) throw CompileError("attach: max_cached_shapes must be >= 1");
   bool wildcard = false;
   for (const auto& [name, spec] : inputs) {
     for (std::size_t d = 0; d < spec.shape.size(); ++d) {
       if (spec.shape[d] >= 0 || (d == 0 && spec.shape[d] == -1)) continue;
-      throw Error("attach: input '" + name + "' has shape " + shape_to_string(spec.shape) +
-                  ": only dim 0 may be a wildcard (-1), and dims must be >= 0");
+      throw CompileError("attach: input '" + name + "' has shape " + shape_to_string(spec.shape) +
+                         ": only dim 0 may be a wildcard (-1), and dims must be >= 0");
     }
     wildcard = wildcard || (!spec.shape.empty() && spec.shape[0] == -1);
   }
@@ -150,7 +151,7 @@ const std::vector<std::string>& Forward::param_names() const {
 const Graph& Forward::graph_for(const TensorMap& data) {
   const std::lock_guard lock(core_->training->mutex);
   const auto batch = detail::resolve_batch(core_->inputs, data);
-  if (const auto* why = std::get_if<std::string>(&batch)) throw Error("graph_for: " + *why);
+  if (const auto* why = std::get_if<std::string>(&batch)) throw RuntimeError("graph_for: " + *why);
   return core_->entry_for(std::get<std::int64_t>(batch)).session->graph();
 }
 

@@ -93,11 +93,11 @@ TEST(CompileErrors, ParamsTheModelDoesNotHaveAreNamed) {
   s.loss = [&stranger](const Net& m, const Inputs& in) {
     return mean(predict(m, in) * stranger.l1.W);  // NOLINT: deliberately the wrong model
   };
-  expect_error<Error>([&] { compile(s); }, {"l1.W"});
+  expect_error<CompileError>([&] { compile(s); }, {"param 'l1.W'", "not bound", "another model instance"});
 
   Blocks blocks;
   const auto past_the_end = [](const Blocks& m, const Inputs& in) { return mean(m.layers[2](in.at("x"))); };
-  expect_error<Error>(
+  expect_error<CompileError>(
       [&] {
         compile(TrainingSpec<Blocks>{.model = blocks, .loss = past_the_end, .inputs = {{"x", {{4, 2}}}}});
       },
@@ -157,27 +157,27 @@ TEST(CompileErrors, ModelsWithoutParamsAndLossesWithoutThemAreRefused) {
 TEST(CompileErrors, AttachAndReplaceModelMistakes) {
   Net model;
   Training train = compile(spec(model));
-  expect_error<Error>([&] { train.attach(ForwardSpec<Net>{.forward = nullptr, .inputs = {}}); },
-                      {"no forward function"});
-  expect_error<Error>(
+  expect_error<CompileError>([&] { train.attach(ForwardSpec<Net>{.forward = nullptr, .inputs = {}}); },
+                             {"no forward function"});
+  expect_error<CompileError>(
       [&] {
         train.attach(ForwardSpec<Net>{.forward = predict, .inputs = {{"x", {{4, 2}}}}, .max_cached_shapes = 0});
       },
       {"max_cached_shapes"});
-  expect_error<Error>(
+  expect_error<CompileError>(
       [&] {
         train.attach(ForwardSpec<Net>{.forward = predict, .inputs = {{"x", {{4, -1}}}}});
       },
       {"input 'x'", "only dim 0"});
   OtherNet other;
-  expect_error<Error>(
+  expect_error<CompileError>(
       [&] {
         train.attach(
             ForwardSpec<OtherNet>{.forward = [](const OtherNet& m, const Inputs& in) { return m.l(in.at("x")); },
                                   .inputs = {{"x", {{4, 2}}}}});
       },
       {"model type"});
-  expect_error<Error>([&] { train.replace_model(other); }, {"type"});
+  expect_error<CompileError>([&] { train.replace_model(other); }, {"type"});
   EXPECT_EQ(train.steps(), 0);
 }
 

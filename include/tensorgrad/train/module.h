@@ -95,7 +95,7 @@ class Param {
   const Module& owner() const { return *owner_; }
 
   // The graph input standing for this param in the innermost ParamBinding (of this thread) that
-  // holds it. Throws tg::Error naming the param when no binding holds it.
+  // holds it. Throws CompileError naming the param when no binding holds it.
   Tensor tensor() const;
   operator Tensor() const { return tensor(); }            // NOLINT(google-explicit-constructor)
   operator Operand() const { return Operand(tensor()); }  // NOLINT(google-explicit-constructor)
@@ -159,7 +159,7 @@ class ModuleList : public Module {
 
   std::size_t size() const { return items_.size(); }
   bool empty() const { return items_.empty(); }
-  // An index past the end throws tg::Error naming the list and its size (not std::out_of_range:
+  // An index past the end throws CompileError naming the list and its size (not std::out_of_range:
   // inside a loss that is a mistake in the model, and compile reports it as one).
   T& operator[](std::size_t i) { return *items_[checked(i)]; }
   const T& operator[](std::size_t i) const { return *items_[checked(i)]; }
@@ -198,8 +198,8 @@ class ModuleList : public Module {
  private:
   std::size_t checked(std::size_t i) const {
     if (i >= items_.size()) {
-      throw Error("ModuleList '" + path() + "' has " + std::to_string(items_.size()) + " elements; index " +
-                  std::to_string(i) + " is out of range");
+      throw CompileError("ModuleList '" + path() + "' has " + std::to_string(items_.size()) + " elements; index " +
+                         std::to_string(i) + " is out of range");
     }
     return i;
   }

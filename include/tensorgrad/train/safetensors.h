@@ -5,9 +5,11 @@
 // little-endian and row-major.
 //
 // Writing: f32 tensors are stored as F32 (values rounded to the nearest float, as the f32 backends
-// do on upload), i32 as I32, bool as BOOL. A save writes a temporary file next to the target,
-// fsyncs it and renames it over the target, so a crash or an error leaves either the old file or the
-// complete new one, never a half-written file (on error the temporary file is removed).
+// do on upload), i32 as I32, bool as BOOL. A save writes a temporary file ".<name>.tmp-<pid>-<n>"
+// next to the target, fsyncs it and renames it over the target, so a crash or an error leaves
+// either the old file or the complete new one, never a half-written file (on error the temporary
+// file is removed). A save first removes the temporary files that killed saves of the same target
+// left (their writer's process is gone and nobody holds their lock; docs/training/safetensors.md).
 //
 // Reading: F32, I32 and BOOL come back as f32, i32 and bool. Wider or other types are converted to
 // ours where no value is lost, and refused where one would be:
@@ -15,7 +17,10 @@
 //   F64        -> f32 tensor type, but the double values are kept unrounded in HostTensor::values
 //                 (the f64 oracle sees them exactly; f32 backends round them on upload)
 //   I8, I16, U8, U16 -> i32 (exact);  I64, U32, U64 -> i32 when every value fits, else an error
-// Any other dtype (F8_*, complex, ...) is an error. The file is checked completely before anything
+// Any other dtype (F8_*, complex, ...) is an error. Only regular files are read (symlinks to one
+// included): a directory, FIFO, device or socket is refused by type without blocking. The header
+// length (at most 100,000,000 bytes) and every byte range are checked against the file's size
+// before anything is allocated or read for them. The file is checked completely before anything
 // is returned: a header that is short, not JSON, or names byte ranges that leave holes, overlap or
 // run past the data throws SafetensorsError naming the file and the problem.
 #include <cstdint>
