@@ -210,6 +210,18 @@ TEST(SizeLimits, ImageOps) {
                      {"factor 4294967296", "size limits"});
 }
 
+TEST(SizeLimits, ArgmaxIndexMustFitI32) {
+  const std::int64_t past = (std::int64_t{1} << 31) + 1;
+  expect_shape_error(
+      [&](tg::GraphBuilder& b) {
+        (void)tg::argmax(b.input("x", f32({2, past})), 1);
+      },
+      "argmax", {"[2,2147483649]", "i32 index"});
+  tg::GraphBuilder b("g");
+  tg::TracingScope scope(b);
+  EXPECT_EQ(tg::argmin(b.input("x", f32({2, std::int64_t{1} << 31})), 1).shape(), Shape{2});
+}
+
 TEST(SizeLimits, IndexingOps) {
   expect_shape_error(
       [](tg::GraphBuilder& b) {

@@ -79,6 +79,12 @@ TensorType arg_rule(const Attrs& attrs, std::span<const TensorType> inputs) {
   if (x.shape[static_cast<std::size_t>(axis)] == 0) {
     rules::rule_broken("cannot take an index over the empty axis " + std::to_string(axis));
   }
+  // The result is an i32 index: an axis longer than 2^31 would give indices that do not fit.
+  constexpr std::int64_t kMaxIndexedLength = std::int64_t{1} << 31;
+  if (x.shape[static_cast<std::size_t>(axis)] > kMaxIndexedLength) {
+    rules::rule_broken("axis " + std::to_string(axis) + " of " + shape_to_string(x.shape) + " has more than 2^31 (" +
+                       std::to_string(kMaxIndexedLength) + ") entries, past what an i32 index holds");
+  }
   const std::int64_t axes[] = {axis};
   return {DType::i32, reduced_shape(x.shape, axes, attrs.boolean("keep_dims"))};
 }
