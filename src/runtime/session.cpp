@@ -152,18 +152,20 @@ struct Session::Impl {
   }
 
   TensorMap run_checked(const TensorMap& data) {
-    // Params passed with the data are set first (and stay set).
-    for (const auto& [name, value] : data) {
-      const auto id = graph.find_input(name);
-      if (id && graph.input_of_value(*id)->kind != InputKind::data) set_param(name, value);
-    }
+    // Everything is checked before any param passed with the data is set, so a refused run leaves
+    // params and state as they were.
     for (const GraphInput& in : graph.inputs()) {
-      if (in.kind != InputKind::data && !set_params.contains(in.name)) {
+      if (in.kind != InputKind::data && !set_params.contains(in.name) && !data.contains(in.name)) {
         throw RuntimeError("missing " + std::string(input_kind_name(in.kind)) + " '" + in.name + "' (" +
                            graph.type(in.value).to_string() + "): set it with set_param() before running");
       }
     }
     validate_inputs(graph, data, [](const GraphInput& in) { return in.kind == InputKind::data; });
+    // Params passed with the data are set (and stay set).
+    for (const auto& [name, value] : data) {
+      const auto id = graph.find_input(name);
+      if (id && graph.input_of_value(*id)->kind != InputKind::data) set_param(name, value);
+    }
     return {};
   }
 

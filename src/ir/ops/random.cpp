@@ -122,10 +122,25 @@ const OpDef& Dropout_def() {
 
 // ---- front-end ----
 
+namespace {
+// Runs the op's shape rule with the seed's type before step_seed() adds the seed input and
+// next_salt() advances, so a refused call leaves the graph and later draws' salts as they were.
+void check_before_seeding(OpId op, const Attrs& attrs, std::vector<TensorType> types, const CallSite& loc) {
+  types.push_back(TensorType{DType::i32, {}});
+  try {
+    (void)infer_type(op, attrs, types);
+  } catch (const RuleBroken& broken) {
+    throw ShapeError(std::string(op_name(op)), std::move(types), broken.rule, frontend::site(loc));
+  }
+}
+}  // namespace
+
 Tensor randn(Shape shape, CallSite loc) {
   GraphBuilder& builder = current_builder();
+  Attrs attrs{{"shape", std::move(shape)}, {"salt", std::int64_t{0}}};
+  check_before_seeding(OpId::Randn, attrs, {}, loc);
   const Tensor seed = builder.step_seed();
-  Attrs attrs{{"shape", std::move(shape)}, {"salt", builder.next_salt()}};
+  attrs.set("salt", builder.next_salt());
   return frontend::emit(OpId::Randn, {seed}, std::move(attrs), loc);
 }
 
@@ -137,8 +152,10 @@ Tensor dropout(const Tensor& x, double p, CallSite loc) {
   }
   if (p == 0.0) return x;  // keeps every element with scale 1: no node, no seed input
   GraphBuilder& builder = x.builder();
+  Attrs attrs{{"p", p}, {"salt", std::int64_t{0}}};
+  check_before_seeding(OpId::Dropout, attrs, {x.type()}, loc);
   const Tensor seed = builder.step_seed();
-  Attrs attrs{{"p", p}, {"salt", builder.next_salt()}};
+  attrs.set("salt", builder.next_salt());
   return frontend::emit(OpId::Dropout, {x, seed}, std::move(attrs), loc);
 }
 
