@@ -18,6 +18,7 @@ packages=(
   mesa-vulkan-drivers vulkan-validationlayers  # lavapipe (Vulkan on the CPU) and validation
   libboost-dev python3
   clang-format                        # the style check .ci/run makes (make format-check)
+  clang-16 libclang-rt-16-dev llvm-16 # libFuzzer targets (fuzz/, label fuzz; llvm-symbolizer for stacks)
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
