@@ -131,12 +131,16 @@ def attr_names():
     return sorted(names)
 
 
-def build_graph_seed(op_index):
+def build_graph_seed(op_index, op_count):
     # fuzz/entry_build_graph.cpp's layout: input count (1 + b % 3), per input dtype (b % 5 < 3:
     # f32), rank (b % 5), dims (1 + b % 8 for b < 200), kind; then per step the op choice
-    # (b % (ops + composites)) followed by its operands and attributes. Filler byte 5 picks operand
-    # 0, keeps every attribute (5 % 32 > 1) and draws small values.
-    return bytes([0, 0, 2, 2, 3, 0, op_index] + [5] * 24)
+    # (b % (ops + composites)) followed by its operands and attributes. Filler byte 5 picks an
+    # operand, keeps every attribute (5 % 32 > 1) and draws small values. The op comes first, then
+    # three others, so a seed already builds a short chain.
+    seed = [0, 0, 2, 2, 3, 0]
+    for k in range(4):
+        seed += [(op_index + 17 * k) % op_count] + [5] * 8
+    return bytes(seed)
 
 
 def write(directory, name, content):
@@ -155,7 +159,7 @@ def main():
         write(st_dir, name, content)
     ops = op_names()
     for i, op in enumerate(ops):
-        write(bg_dir, f"op-{i:02d}-{op}", build_graph_seed(i))
+        write(bg_dir, f"op-{i:02d}-{op}", build_graph_seed(i, len(ops)))
     keywords = ["graph", "param", "state", "params(", "state(", "after", "return", "%", "%0", ": ", " = ", "{", "}",
                 "[", "]", "f32", "i32", "bool", "true", "false", "nan", "inf", "-inf", "1e+300", "@\"", "#", "//",
                 "\\x00", "\\\"", "-1", "2147483648", "9223372036854775807"]

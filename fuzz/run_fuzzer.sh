@@ -22,6 +22,7 @@ regressions=$here/regressions/$target
 limits=(-timeout=10 -rss_limit_mb=2048)
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 [[ -x $fuzzer ]] || { echo "run_fuzzer: $fuzzer is not built (target tg_fuzzers)" >&2; exit 2; }
+fuzzer=$(readlink -f "$fuzzer")  # absolute: the fuzz mode changes directory
 
 case $mode in
   regressions)
@@ -42,6 +43,7 @@ case $mode in
     seconds=${TG_FUZZ_SECONDS:-30}
     [[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || { echo "run_fuzzer: TG_FUZZ_SECONDS must be a positive integer" >&2; exit 2; }
     mkdir -p "$work/corpus" "$work/artifacts"
+    work=$(readlink -f "$work")
     dirs=("$work/corpus" "$here/corpus/$target")
     [[ -d $regressions ]] && dirs+=("$regressions")
     dict=()
