@@ -36,8 +36,8 @@ std::string shape_limit_problem(const Shape& shape) {
              std::to_string(i) + ")";
     // Compare by division, so a huge d cannot overflow the test itself.
     if (d > 1 && extent > kMaxElements / d) {
-      return "shape " + shape_to_string(shape) + " has more than " + std::to_string(kMaxElements) +
-             " (2^48) elements, the limit of one tensor";
+      return "shape " + shape_to_string(shape) + " has too many elements: more than " + std::to_string(kMaxElements) +
+             " (2^48), the limit of one tensor";
     }
     if (d > 1) extent *= d;
   }

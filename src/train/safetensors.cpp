@@ -124,19 +124,18 @@ Entry read_entry(const json::Member& member, std::uint64_t data_size, std::strin
                      "U16, U8, BOOL)");
   }
   if (shape->kind != json::Value::Kind::array) fail(source, where + ": \"shape\" must be an array");
-  // The product of the non-zero dimensions must fit in int64, so that num_elements (which
-  // multiplies in any order) cannot overflow even for a shape with a zero in it.
-  std::uint64_t nonzero_product = 1;
-  bool has_zero = false;
   for (const json::Value& dim : shape->items) {
     const std::uint64_t d = as_count(dim, source, where + ": a shape dimension");
-    constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-    if (d != 0 && nonzero_product > kMax / d) fail(source, where + ": the shape has too many elements");
+    if (d > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      fail(source, where + ": shape dimension " + std::to_string(d) + " does not fit in int64");
+    }
     e.shape.push_back(static_cast<std::int64_t>(d));
-    has_zero = has_zero || d == 0;
-    nonzero_product *= d == 0 ? 1 : d;
   }
-  const std::uint64_t elements = has_zero ? 0 : nonzero_product;
+  // tensorgrad's own size limits (kMaxElements, docs/architecture.md "Size limits", a 0 dim counted
+  // as 1): a tensor the library could not hold is refused here, with the file named. Within them the
+  // element count below cannot overflow.
+  if (std::string problem = shape_limit_problem(e.shape); !problem.empty()) fail(source, where + ": " + problem);
+  const auto elements = static_cast<std::uint64_t>(num_elements(e.shape));
   if (offsets->kind != json::Value::Kind::array || offsets->items.size() != 2) {
     fail(source, where + ": \"data_offsets\" must be an array [begin, end]");
   }

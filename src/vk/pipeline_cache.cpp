@@ -1,9 +1,12 @@
 // The on-disk pipeline cache file: locating, validating, reading and writing it.
 #include "vk/pipeline_cache.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vulkan/vulkan.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +21,8 @@ namespace {
 
 constexpr char k_magic[8] = {'T', 'G', 'P', 'C', 'A', 'C', 'H', 'E'};
 constexpr std::uint32_t k_format_version = 1;
+// Larger than any real cache (a few MiB for every shader); a bigger file is not ours.
+constexpr std::uint64_t k_max_cache_file_bytes = std::uint64_t{1} << 30;
 
 // Host byte order is fine: the file is only ever read back on the machine (and device) it names.
 struct FileHeader {
@@ -80,9 +85,34 @@ std::string pipeline_cache_path(const std::string& dir, const DeviceInfo& device
 
 LoadedPipelineCache read_pipeline_cache(const std::string& path, const DeviceInfo& device) {
   LoadedPipelineCache out;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return out;
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Only a regular file of a plausible size is read: a FIFO or device put at the cache path must not
+  // hang or exhaust memory at Context creation. O_NONBLOCK keeps open() of a FIFO from waiting for a
+  // writer; fstat on the opened descriptor is the check that cannot race. The cache is only an
+  // optimisation, so anything else is ignored with a reason rather than refused.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return out;
+  std::string bytes;
+  {
+    struct stat info {};
+    const bool regular = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
+    const auto size = regular ? static_cast<std::uint64_t>(info.st_size) : 0;
+    if (!regular || size > k_max_cache_file_bytes) {
+      ::close(fd);
+      out.ignored_reason = path + (regular ? ": larger than " + std::to_string(k_max_cache_file_bytes >> 20) + " MiB"
+                                           : std::string(": not a regular file"));
+      return out;
+    }
+    bytes.resize(size);
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ::ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) break;
+      done += static_cast<std::size_t>(got);
+    }
+    ::close(fd);
+    bytes.resize(done);  // a file that shrank while read fails the size check below
+  }
   const auto* first = reinterpret_cast<const std::byte*>(bytes.data());
   const std::vector<std::byte> file(first, first + bytes.size());
   const auto ignore = [&](std::string reason) {

@@ -147,6 +147,12 @@ TEST(SafeFileInput, LengthsAreBoundedByTheFileSize) {
   expect_refused([&] { load_safetensors(path); }, {"run past the end"});
   write_bytes(path, Bytes{3, 0, 0});
   expect_refused([&] { load_safetensors(path); }, {"fewer than the 8-byte header length"});
+  // An empty tensor whose other dims multiply past tensorgrad's size limit (kMaxElements): zero
+  // bytes on disk, but no tensor of that shape can exist in the library.
+  const std::string huge = R"({"a":{"dtype":"F32","shape":[0,1099511627776,1099511627776],"data_offsets":[0,0]}})";
+  write_bytes(path, raw_file(huge, {}, huge.size()));
+  expect_refused([&] { load_safetensors(path); },
+                 {path, "tensor 'a'", "[0,1099511627776,1099511627776] has too many elements"});
 }
 
 // ------------------------------------------------------------------------------------------------

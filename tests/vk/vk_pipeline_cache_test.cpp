@@ -1,6 +1,7 @@
 // The on-disk pipeline cache: written at context teardown, reused by the next context (a cache hit
 // where the driver reports creation feedback), and ignored when corrupt or from another device.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -157,6 +158,19 @@ TEST(PipelineCacheFile, MissingFileIsNotAnError) {
   const detail::LoadedPipelineCache loaded = detail::read_pipeline_cache("/nonexistent/dir/file.bin", DeviceInfo{});
   EXPECT_TRUE(loaded.blob.empty());
   EXPECT_TRUE(loaded.ignored_reason.empty());
+}
+
+// A FIFO, a directory or a device at the cache path is ignored with a reason: reading a FIFO to EOF
+// would wait for a writer forever, so the file type is checked on the descriptor before any read.
+TEST(PipelineCacheFile, NonRegularFilesAreIgnoredWithoutBlocking) {
+  TempDir dir;
+  const std::string fifo = dir.path() + "/fifo.bin";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {fifo, dir.path(), std::string("/dev/zero")}) {
+    const detail::LoadedPipelineCache loaded = detail::read_pipeline_cache(path, DeviceInfo{});
+    EXPECT_TRUE(loaded.blob.empty()) << path;
+    EXPECT_NE(loaded.ignored_reason.find("not a regular file"), std::string::npos) << loaded.ignored_reason;
+  }
 }
 
 }  // namespace
