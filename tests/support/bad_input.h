@@ -233,11 +233,3 @@ inline std::vector<BadInputCase> checked_table(std::vector<BadInputCase> cases) 
   TEST_P(Suite, IsRefused) { ::tg::testing::run_bad_input(GetParam()); }                                   \
   INSTANTIATE_TEST_SUITE_P(BadInput, Suite, ::testing::ValuesIn(::tg::testing::checked_table(table_fn())), \
                            ::tg::testing::case_name)
-
-// Cases that wait for a fix in src/ (the table's comment says which): registered but disabled,
-// so they are listed (and run with --gtest_also_run_disabled_tests) without failing the suite.
-#define TG_BAD_INPUT_WAITING_SUITE(Suite, table_fn)                                                                 \
-  class Suite : public ::testing::TestWithParam<::tg::testing::BadInputCase> {};                                    \
-  TEST_P(Suite, IsRefused) { ::tg::testing::run_bad_input(GetParam()); }                                            \
-  INSTANTIATE_TEST_SUITE_P(DISABLED_BadInput, Suite, ::testing::ValuesIn(::tg::testing::checked_table(table_fn())), \
-                           ::tg::testing::case_name)
