@@ -3,6 +3,8 @@
 // (fuzz_entry.h).
 #include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <iostream>
 #include <limits>
 #include <optional>
 #include <string>
@@ -300,6 +302,7 @@ int fuzz_build_graph(const std::uint8_t* data, std::size_t size) {
     throw FuzzBug(std::string("the builder produced a graph that verify() refuses: ") + e.what());
   }
   const std::string printed = print_graph(graph);
+  if (std::getenv("TG_FUZZ_PRINT")) std::cerr << printed;  // to see what an input builds (docs/testing.md)
   try {
     if (!same_graph(parse_graph(printed), graph)) throw FuzzBug("print -> parse changed a built graph:\n" + printed);
   } catch (const Error& e) {
