@@ -28,8 +28,20 @@ std::int64_t Tensor::dim(std::int64_t axis) const {
   return shape()[static_cast<std::size_t>(a)];
 }
 
-Tensor GraphBuilder::input(std::string name, TensorType type, InputKind kind) {
-  // Graph::add_input refuses a negative dim or a shape past the size limits with a ShapeError.
+Tensor GraphBuilder::input(std::string name, TensorType type, InputKind kind, std::source_location loc) {
+  // Graph::add_input makes the same checks, but cannot know the caller's line; these say where.
+  const SourceLoc where = SourceLoc::from(loc);
+  if (graph_.find_input(name)) {
+    throw Error("graph '" + graph_.name() + "' already has an input named '" + name + "' (called at " +
+                where.to_string() + ")");
+  }
+  if (name == kStepSeedInput && type != TensorType{DType::i32, {}}) {
+    throw Error(std::string("input '") + kStepSeedInput + "' is reserved for the step seed and must be i32[], not " +
+                type.to_string() + " (called at " + where.to_string() + ")");
+  }
+  if (std::string problem = shape_limit_problem(type.shape); !problem.empty()) {
+    throw ShapeError("input '" + name + "'", {type}, problem, where);
+  }
   return Tensor(this, graph_.add_input(std::move(name), kind, std::move(type)));
 }
 

@@ -84,12 +84,16 @@ TEST(SizeLimits, InputAtTheBoundTracesOneMoreIsRefused) {
     EXPECT_EQ(tg::neg(x).size(), tg::kMaxElements);  // a node at the bound too
   }
   tg::GraphBuilder b("g");
+  const auto call_line = static_cast<std::uint32_t>(__LINE__ + 2);
   try {
     (void)b.input("x", f32({1 << 24, (1 << 24) + 1}));
     ADD_FAILURE() << "input past the bound traced";
   } catch (const tg::ShapeError& e) {
     EXPECT_EQ(e.op(), "input 'x'");
     EXPECT_NE(std::string(e.what()).find("[16777216,16777217]"), std::string::npos) << e.what();
+    // The caller's line, not "<unknown>": input() takes its call site like every op.
+    EXPECT_NE(e.location().file.find("checked_shape_test.cpp"), std::string::npos) << e.what();
+    EXPECT_EQ(e.location().line, call_line);
   }
   EXPECT_TRUE(b.graph().inputs().empty());  // nothing was added
 }
@@ -99,6 +103,17 @@ TEST(SizeLimits, InputOfWrappingShapeIsRefused) {
   EXPECT_THROW((void)b.input("x", f32({kBig, kBig})), tg::ShapeError);
   EXPECT_THROW((void)b.input("y", f32({2, -1})), tg::ShapeError);
   EXPECT_THROW((void)b.param("w", f32({0, kBig, kBig})), tg::ShapeError);
+  // The reserved step-seed name with another type, and a duplicate name, name the caller's file.
+  for (const auto& bad : std::vector<std::function<void()>>{[&] { (void)b.input(tg::kStepSeedInput, f32({2})); },
+                                                            [&] { (void)b.input("x", f32({1})); }}) {
+    if (!b.graph().find_input("x")) (void)b.input("x", f32({1}));
+    try {
+      bad();
+      ADD_FAILURE() << "accepted";
+    } catch (const tg::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("checked_shape_test.cpp"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(SizeLimits, CreationOps) {

@@ -2,6 +2,7 @@
 // The tracing front-end's core: a GraphBuilder (the tracing context) and the Tensor handle that
 // ops append nodes through. The free functions and operators are in tensorgrad/ir/ops/api.h.
 #include <optional>
+#include <source_location>
 #include <span>
 #include <string>
 
@@ -41,8 +42,13 @@ class GraphBuilder {
   GraphBuilder(const GraphBuilder&) = delete;
   GraphBuilder& operator=(const GraphBuilder&) = delete;
 
-  Tensor input(std::string name, TensorType type, InputKind kind = InputKind::data);
-  Tensor param(std::string name, TensorType type) { return input(std::move(name), std::move(type), InputKind::param); }
+  // A named graph input. Refuses a duplicate name, the reserved kStepSeedInput with another type than
+  // i32[], and a shape past the size limits (ShapeError); each error names the caller's line.
+  Tensor input(std::string name, TensorType type, InputKind kind = InputKind::data,
+               std::source_location loc = std::source_location::current());
+  Tensor param(std::string name, TensorType type, std::source_location loc = std::source_location::current()) {
+    return input(std::move(name), std::move(type), InputKind::param, loc);
+  }
   void output(std::string name, const Tensor& value);
 
   // Runs the op's shape rule and appends the node; throws ShapeError (op, input types, rule, call
