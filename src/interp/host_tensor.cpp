@@ -22,8 +22,8 @@ std::int64_t checked_count(const TensorType& type) {
 
 HostTensor HostTensor::of(TensorType type, std::vector<double> data) {
   if (static_cast<std::int64_t>(data.size()) != checked_count(type)) {
-    throw Error("a tensor of type " + type.to_string() + " needs " + std::to_string(type.size()) + " elements, got " +
-                std::to_string(data.size()));
+    throw RuntimeError("a tensor of type " + type.to_string() + " needs " + std::to_string(type.size()) +
+                       " elements, got " + std::to_string(data.size()));
   }
   return HostTensor{std::move(type), std::move(data)};
 }

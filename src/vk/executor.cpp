@@ -104,7 +104,7 @@ struct Program::Impl {
   void write_input(std::string_view name, const HostTensor& value) {
     const auto id = graph.find_input(name);
     if (!id || !is_resident(name)) {
-      throw Error("Vulkan program '" + graph.name() + "': '" + std::string(name) + "' is not a resident input");
+      throw RuntimeError("Vulkan program '" + graph.name() + "': '" + std::string(name) + "' is not a resident input");
     }
     TensorMap one;
     one.emplace(std::string(name), value);
@@ -118,7 +118,7 @@ struct Program::Impl {
   HostTensor read_input(std::string_view name) const {
     const auto id = graph.find_input(name);
     if (!id || !is_resident(name)) {
-      throw Error("Vulkan program '" + graph.name() + "': '" + std::string(name) + "' is not a resident input");
+      throw RuntimeError("Vulkan program '" + graph.name() + "': '" + std::string(name) + "' is not a resident input");
     }
     return download_value(*id, slot(*id));
   }
@@ -134,12 +134,12 @@ struct Program::Impl {
   HostTensor read_output(std::string_view name) const {
     const auto it = device_outputs.find(name);
     if (it == device_outputs.end()) {
-      throw Error("Vulkan program '" + graph.name() + "': '" + std::string(name) +
-                  "' is not a device output (ProgramOptions::device_outputs)");
+      throw RuntimeError("Vulkan program '" + graph.name() + "': '" + std::string(name) +
+                         "' is not a device output (ProgramOptions::device_outputs)");
     }
     if (!last_run_parity) {
-      throw Error("Vulkan program '" + graph.name() + "': device output '" + std::string(name) +
-                  "' read before a run completed");
+      throw RuntimeError("Vulkan program '" + graph.name() + "': device output '" + std::string(name) +
+                         "' read before a run completed");
     }
     return download_value(it->second, recorded.slots[*last_run_parity][static_cast<std::size_t>(it->second)]);
   }
@@ -187,7 +187,8 @@ struct Program::Impl {
 
   void commit() {
     if (writeback_sources.empty()) return;  // nothing to accept
-    if (!uncommitted) throw Error("Vulkan program '" + graph.name() + "': no run with deferred writebacks to commit");
+    if (!uncommitted)
+      throw RuntimeError("Vulkan program '" + graph.name() + "': no run with deferred writebacks to commit");
     uncommitted = false;
     flip();
   }

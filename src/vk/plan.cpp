@@ -8,6 +8,7 @@
 
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/ir/ops/op_def.h"
+#include "tensorgrad/vk/error.h"
 
 namespace tg::vk {
 
@@ -224,14 +225,14 @@ BufferPlan plan_buffers(const Graph& graph, const PlanLimits& limits, const Plan
     slot.bytes = elements * 4;
     slot.guard_bytes = guard;
     if (slot.bytes > max_range) {
-      throw Error("Vulkan buffer plan: value %" + std::to_string(v) + " (" + values[v].type.to_string() +
-                  ") of graph '" + graph.name() + "' needs " + mib(slot.bytes) + ", above maxStorageBufferRange " +
-                  mib(max_range) + " of " + limits.device);
+      throw LimitError("Vulkan buffer plan: value %" + std::to_string(v) + " (" + values[v].type.to_string() +
+                       ") of graph '" + graph.name() + "' needs " + mib(slot.bytes) + ", above maxStorageBufferRange " +
+                       mib(max_range) + " of " + limits.device);
     }
     if (slot.bytes + guard > max_allocation) {
-      throw Error("Vulkan buffer plan: value %" + std::to_string(v) + " (" + values[v].type.to_string() +
-                  ") of graph '" + graph.name() + "' needs " + mib(slot.bytes + guard) +
-                  ", above maxMemoryAllocationSize " + mib(max_allocation) + " of " + limits.device);
+      throw LimitError("Vulkan buffer plan: value %" + std::to_string(v) + " (" + values[v].type.to_string() +
+                       ") of graph '" + graph.name() + "' needs " + mib(slot.bytes + guard) +
+                       ", above maxMemoryAllocationSize " + mib(max_allocation) + " of " + limits.device);
     }
     largest = std::max(largest, slot.bytes + guard);
     plan.naive_bytes += align_up(slot.bytes + guard, alignment);
@@ -244,10 +245,10 @@ BufferPlan plan_buffers(const Graph& graph, const PlanLimits& limits, const Plan
     slot.guard_bytes = slot.bytes > 0 ? guard : 0;
     if (slot.bytes > 0) plan.naive_bytes += align_up(slot.bytes + guard, alignment);
     if (slot.bytes > max_range || slot.bytes + slot.guard_bytes > max_allocation) {
-      throw Error("Vulkan buffer plan: node %" + std::to_string(n) + " ('" + std::string(op_name(nodes[n].op)) +
-                  "') of graph '" + graph.name() + "' needs " + mib(slot.bytes) +
-                  " of scratch, above maxStorageBufferRange " + mib(max_range) + " or maxMemoryAllocationSize " +
-                  mib(max_allocation) + " of " + limits.device);
+      throw LimitError("Vulkan buffer plan: node %" + std::to_string(n) + " ('" + std::string(op_name(nodes[n].op)) +
+                       "') of graph '" + graph.name() + "' needs " + mib(slot.bytes) +
+                       " of scratch, above maxStorageBufferRange " + mib(max_range) + " or maxMemoryAllocationSize " +
+                       mib(max_allocation) + " of " + limits.device);
     }
     largest = std::max(largest, slot.bytes + slot.guard_bytes);
   }
@@ -292,10 +293,10 @@ BufferPlan plan_buffers(const Graph& graph, const PlanLimits& limits, const Plan
     plan.live_to[a] = plan.live_to[r];
   }
   if (plan.total_bytes > limits.heap_bytes) {
-    throw Error("Vulkan buffer plan: graph '" + graph.name() + "' needs " + mib(plan.total_bytes) +
-                " of device memory in " + std::to_string(plan.blocks.size()) + " allocation(s), above the " +
-                mib(limits.heap_bytes) + " of " + (limits.heap.empty() ? "its memory heap" : limits.heap) + " on " +
-                limits.device + "; use a smaller batch or a larger device");
+    throw LimitError("Vulkan buffer plan: graph '" + graph.name() + "' needs " + mib(plan.total_bytes) +
+                     " of device memory in " + std::to_string(plan.blocks.size()) + " allocation(s), above the " +
+                     mib(limits.heap_bytes) + " of " + (limits.heap.empty() ? "its memory heap" : limits.heap) +
+                     " on " + limits.device + "; use a smaller batch or a larger device");
   }
   return plan;
 }

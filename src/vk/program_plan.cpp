@@ -6,6 +6,7 @@
 
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/ir/ops/op_def.h"
+#include "tensorgrad/vk/error.h"
 #include "vk/fusion.h"
 #include "vk/transpose_absorb.h"
 
@@ -27,10 +28,11 @@ void refuse_launches_above(const DeviceInfo& device, std::uint32_t max_buffers,
       const std::size_t bindings = binding_count(*step);
       if (step->items == 0 || bindings <= max_buffers) continue;
       const Node& node = graph.nodes()[n];
-      throw Error("Vulkan kernel '" + step->shader + "' for '" + std::string(op_name(node.op)) + "' (value %" +
-                  std::to_string(node.output) + " of graph '" + graph.name() + "', created at " + node.loc.to_string() +
-                  ") binds " + std::to_string(bindings) + " storage buffers; the device allows " +
-                  std::to_string(max_buffers) + " per dispatch (maxPerStageDescriptorStorageBuffers)");
+      throw LimitError("Vulkan kernel '" + step->shader + "' for '" + std::string(op_name(node.op)) + "' (value %" +
+                       std::to_string(node.output) + " of graph '" + graph.name() + "', created at " +
+                       node.loc.to_string() + ") binds " + std::to_string(bindings) +
+                       " storage buffers; the device allows " + std::to_string(max_buffers) +
+                       " per dispatch (maxPerStageDescriptorStorageBuffers)");
     }
   }
 }
@@ -46,9 +48,9 @@ ProgramPlan plan_program(const Graph& graph, const DeviceInfo& info, const Progr
   for (const Node& node : graph.nodes()) {
     const KernelPlanFn fn = kernel_plan_table()[static_cast<std::size_t>(node.op)];
     if (!fn) {
-      throw Error("the Vulkan executor has no kernel for op '" + std::string(op_name(node.op)) + "' (value %" +
-                  std::to_string(node.output) + " of graph '" + graph.name() + "', created at " + node.loc.to_string() +
-                  ")");
+      throw CompileError("the Vulkan executor has no kernel for op '" + std::string(op_name(node.op)) + "' (value %" +
+                         std::to_string(node.output) + " of graph '" + graph.name() + "', created at " +
+                         node.loc.to_string() + ")");
     }
     p.launches.push_back(fn(graph, node));
     if (p.launches.back().index_check) plan_options.keep_alive.push_back(p.launches.back().index_check->input);
@@ -83,15 +85,16 @@ ProgramPlan plan_program(const Graph& graph, const DeviceInfo& info, const Progr
     const auto out = graph.find_output(w.output);
     const auto in = graph.find_input(w.input);
     const std::string what = "writeback '" + w.output + "' -> '" + w.input + "' of graph '" + graph.name() + "': ";
-    if (!out) throw Error(what + "no output named '" + w.output + "'");
-    if (!in) throw Error(what + "no input named '" + w.input + "'");
+    if (!out) throw CompileError(what + "no output named '" + w.output + "'");
+    if (!in) throw CompileError(what + "no input named '" + w.input + "'");
     const auto in_index = static_cast<std::size_t>(graph.input_of_value(*in) - graph.inputs().data());
-    if (!p.resident[in_index]) throw Error(what + "the input is not resident (a param or state with resident_params)");
+    if (!p.resident[in_index])
+      throw CompileError(what + "the input is not resident (a param or state with resident_params)");
     if (!(graph.type(*out) == graph.type(*in))) {
-      throw Error(what + "the output is " + graph.type(*out).to_string() + " but the input is " +
-                  graph.type(*in).to_string());
+      throw CompileError(what + "the output is " + graph.type(*out).to_string() + " but the input is " +
+                         graph.type(*in).to_string());
     }
-    if (!targets.insert(w.input).second) throw Error(what + "the input is the target of another writeback");
+    if (!targets.insert(w.input).second) throw CompileError(what + "the input is the target of another writeback");
     p.writebacks.emplace_back(*out, *in);
     p.writeback_sources.insert(*out);
     plan_options.whole_program.push_back(*out);
@@ -101,9 +104,10 @@ ProgramPlan plan_program(const Graph& graph, const DeviceInfo& info, const Progr
   for (const std::string& name : options.device_outputs) {
     const std::string what = "device output '" + name + "' of graph '" + graph.name() + "': ";
     const auto out = graph.find_output(name);
-    if (!out) throw Error(what + "no output has that name");
-    if (p.writeback_sources.contains(*out)) throw Error(what + "it is a writeback source (on the device already)");
-    if (!p.device_outputs.emplace(name, *out).second) throw Error(what + "named twice");
+    if (!out) throw CompileError(what + "no output has that name");
+    if (p.writeback_sources.contains(*out))
+      throw CompileError(what + "it is a writeback source (on the device already)");
+    if (!p.device_outputs.emplace(name, *out).second) throw CompileError(what + "named twice");
     p.unread_outputs.insert(*out);
   }
 

@@ -37,6 +37,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 std::function<std::shared_ptr<Context>(ContextOptions)> g_make_context;
 std::shared_ptr<Context> context(ContextOptions options = {}) { return g_make_context(std::move(options)); }
 
+// Building a Program refuses the graph: LimitError for what the device cannot hold or run,
+// CompileError for what the backend has no kernel for.
+template <typename Expected = LimitError>
 BadInputCase program_refused(std::string name, std::function<Graph(const DeviceInfo&)> graph,
                              std::vector<std::string> fragments, ContextOptions options = {}) {
   return {.name = std::move(name),
@@ -45,7 +48,7 @@ BadInputCase program_refused(std::string name, std::function<Graph(const DeviceI
                 auto ctx = context(options);
                 return BadCall{[ctx, graph] { Program program(ctx, graph(ctx->info())); }, {}};
               },
-          .expected = throws<Error>(),
+          .expected = throws<Expected>(),
           .fragments = std::move(fragments)};
 }
 
@@ -91,7 +94,7 @@ std::vector<BadInputCase> limit_cases() {
                       },
                       {"'concat'", "graph 'wide_concat'", "binds 9 storage buffers", "allows 4 per dispatch"},
                       {.max_storage_buffers_per_dispatch = 4}),
-      program_refused(
+      program_refused<CompileError>(
           "permute_with_seven_strided_axes",
           [](const DeviceInfo&) {
             GraphBuilder b("rank7");
@@ -114,7 +117,7 @@ std::vector<BadInputCase> limit_cases() {
                             },
                             {}};
            },
-       .expected = throws<Error>(),
+       .expected = throws<LimitError>(),
        .fragments = {"Vulkan kernel 'reduce' for 'sum'", "f32[4,5000]", "graph 'long_rows'", "loop limit"}},
       {.name = "device_selector_matches_nothing",
        .setup =
@@ -206,7 +209,7 @@ std::vector<BadInputCase> device_state_cases() {
              auto program = std::make_shared<Program>(ctx, one_input_graph("plain", 4));
              return BadCall{[program] { (void)program->read_input("x"); }, {}};
            },
-       .expected = throws<Error>(),
+       .expected = throws<RuntimeError>(),
        .fragments = {"Vulkan program 'plain': 'x' is not a resident input"}},
       {.name = "program_device_output_unknown",
        .setup =
@@ -214,7 +217,7 @@ std::vector<BadInputCase> device_state_cases() {
              auto ctx = context();
              return BadCall{[ctx] { Program p(ctx, one_input_graph("plain", 4), {.device_outputs = {"z"}}); }, {}};
            },
-       .expected = throws<Error>(),
+       .expected = throws<CompileError>(),
        .fragments = {"'z'", "no output has that name"}},
       {.name = "training_nan_batch",
        .setup =

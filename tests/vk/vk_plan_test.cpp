@@ -78,7 +78,7 @@ TEST(VkPlan, ReusesDeadValuesKeepsInputsAndOutputsAndRespectsAlignment) {
   }
   EXPECT_EQ(guarded.total_bytes, 4 * 512u + 500u);  // no reuse with guards
   EXPECT_EQ(plan.blocks, std::vector<std::uint64_t>{plan.total_bytes});
-  EXPECT_THROW(plan_buffers(g, {.max_storage_buffer_range = 399, .device = "tiny"}), Error);
+  EXPECT_THROW(plan_buffers(g, {.max_storage_buffer_range = 399, .device = "tiny"}), LimitError);
   EXPECT_NO_THROW(plan_buffers(g, {.max_storage_buffer_range = 400, .max_memory_allocation_size = 400}));
   for (const PlanLimits& limits :
        {PlanLimits{.max_memory_allocation_size = 399, .device = "tiny"},

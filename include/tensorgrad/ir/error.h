@@ -57,9 +57,11 @@ class RuntimeError : public Error {
   using Error::Error;
 };
 
-// compile / attach / replace_model refused the user's spec: an input the loss reads but nobody
-// declared, a non-scalar loss, a model without params, a wildcard in a training input, ... The
-// message names the input, param or field that is wrong.
+// Compiling was refused because of what the caller asked for: a training spec (compile / attach /
+// replace_model: an input the loss reads but nobody declared, a non-scalar loss, a model without
+// params, ...) or a graph's options on a backend (a writeback or device output naming no output,
+// commit_if_finite on a non-float output, an op or operand layout the backend has no kernel for). The message names
+// the input, param, output or op that is wrong.
 class CompileError : public Error {
  public:
   using Error::Error;

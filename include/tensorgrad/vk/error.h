@@ -41,6 +41,16 @@ class NoDeviceError : public Error {
   std::vector<DeviceInfo> available_;
 };
 
+// A graph needs more than the device allows: a value above maxStorageBufferRange or
+// maxMemoryAllocationSize, a plan above the memory heap, more storage buffers per dispatch than the
+// device binds, or a loop past lavapipe's iteration limit. Thrown when a Program is built, before
+// anything runs; the message names the value or op, what it needs and the limit, so a caller can
+// retry with a smaller batch, another device or the interpreter.
+class LimitError : public Error {
+ public:
+  using Error::Error;
+};
+
 [[noreturn]] void throw_device_error(VkResult result, std::string_view operation);
 
 // Throws DeviceError unless result is VK_SUCCESS. Calls that may legitimately return another

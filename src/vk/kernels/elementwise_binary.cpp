@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/vk/error.h"
 #include "vk/kernels/kernels.h"
 
 namespace tg::vk {
@@ -82,9 +83,9 @@ KernelLaunch plan_broadcast(const Graph& graph, const Node& node, BinaryOp op) {
     }
   }
   if (e2.size() > kMaxRank) {
-    throw Error("Vulkan kernel for '" + std::string(op_name(node.op)) + "': output " +
-                graph.type(node.output).to_string() + " broadcasts over " + std::to_string(e2.size()) +
-                " axes after merging, above the " + std::to_string(kMaxRank) + " the shader supports");
+    throw CompileError("Vulkan kernel for '" + std::string(op_name(node.op)) + "': output " +
+                       graph.type(node.output).to_string() + " broadcasts over " + std::to_string(e2.size()) +
+                       " axes after merging, above the " + std::to_string(kMaxRank) + " the shader supports");
   }
   push.rank = static_cast<std::uint32_t>(e2.size());
   for (std::size_t d = 0; d < e2.size(); ++d) {

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/vk/error.h"
 #include "vk/kernels/kernels.h"
 
 namespace tg::vk {
@@ -58,7 +59,7 @@ const LaunchPath kPoolGradWorkgroup{"vulkan", "max_pool2d_grad", "workgroup_per_
 [[noreturn]] void refuse(const Graph& graph, const Node& node, const std::string& why) {
   std::string types;
   for (ValueId v : node.inputs) types += (types.empty() ? "" : ", ") + graph.type(v).to_string();
-  throw Error("Vulkan kernel for '" + std::string(op_name(node.op)) + "' on (" + types + "): " + why);
+  throw LimitError("Vulkan kernel for '" + std::string(op_name(node.op)) + "' on (" + types + "): " + why);
 }
 
 // The shaders index with 32-bit ints: every tensor, and every coordinate the geometry can reach

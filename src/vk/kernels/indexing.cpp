@@ -14,6 +14,7 @@
 #include <string>
 
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/vk/error.h"
 #include "vk/kernels/kernels.h"
 
 namespace tg::vk {
@@ -50,8 +51,8 @@ void require_32_bit(const Graph& graph, const Node& node) {
   if (largest <= 0xffffffffll) return;
   std::string types;
   for (ValueId v : node.inputs) types += (types.empty() ? "" : ", ") + graph.type(v).to_string();
-  throw Error("Vulkan kernel for '" + std::string(op_name(node.op)) + "' on " + types + " -> " +
-              graph.type(node.output).to_string() + ": more than 2^32-1 elements in one value");
+  throw LimitError("Vulkan kernel for '" + std::string(op_name(node.op)) + "' on " + types + " -> " +
+                   graph.type(node.output).to_string() + ": more than 2^32-1 elements in one value");
 }
 
 std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
@@ -161,8 +162,8 @@ KernelLaunch plan_scatter_add(const Graph& graph, const Node& node) {
   const bool serial = split.length <= kSerialScatterLength;
   const std::uint64_t parts = serial || rows == 0 ? 1 : row_chunks(split.length, rows);
   if (static_cast<std::uint64_t>(rows) * parts > 0xffffffffull) {
-    throw Error("Vulkan kernel for 'scatter_add' on " + graph.type(node.inputs[0]).to_string() +
-                ": more than 2^32-1 (output, chunk) pairs for the shader's 32-bit indexing");
+    throw LimitError("Vulkan kernel for 'scatter_add' on " + graph.type(node.inputs[0]).to_string() +
+                     ": more than 2^32-1 (output, chunk) pairs for the shader's 32-bit indexing");
   }
   push.mode = serial ? 1u : parts > 1 ? 2u : 0u;
   push.span = static_cast<std::uint32_t>(parts > 1 ? kChunkLength : split.length);

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/vk/error.h"
 #include "vk/kernels/kernels.h"
 
 namespace tg::vk {
@@ -88,7 +89,7 @@ KernelLaunch gather(const Graph& graph, const Node& node, const std::vector<std:
   push.n = static_cast<std::uint32_t>(graph.type(node.output).size());
   const bool contiguous = a.dims.size() == 1 && a.strides[0] == 1;
   if (!contiguous) {
-    if (a.dims.size() > kMaxRank) throw Error(too_many_axes(graph, node, a.dims.size()));
+    if (a.dims.size() > kMaxRank) throw CompileError(too_many_axes(graph, node, a.dims.size()));
     push.rank = static_cast<std::uint32_t>(a.dims.size());
     for (std::size_t d = 0; d < a.dims.size(); ++d) {
       push.dims[d] = static_cast<std::uint32_t>(a.dims[d]);
@@ -272,7 +273,7 @@ KernelLaunch sum_to_shape(const Graph& graph, const Node& node) {
   Axes summed = collapse(sum_dims, sum_strides);
   if (len == 0) summed = {};
   const std::size_t rank = std::max(kept.dims.size(), summed.dims.size());
-  if (rank > kMaxRank) throw Error(too_many_axes(graph, node, rank));
+  if (rank > kMaxRank) throw CompileError(too_many_axes(graph, node, rank));
 
   SumPush push;
   push.n = static_cast<std::uint32_t>(graph.type(node.output).size());

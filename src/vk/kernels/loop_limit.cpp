@@ -5,6 +5,7 @@
 #include <string>
 
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/vk/error.h"
 #include "vk/kernels/kernels.h"
 
 namespace tg::vk {
@@ -39,12 +40,13 @@ void check_loop_limit(const KernelLaunch& launch, const DeviceInfo& device, cons
   if (!limit || launch.items == 0) return;
   for (const KernelLaunch* step : launch_steps(launch)) {
     if (step->items == 0 || step->loop_passes <= *limit) continue;
-    throw Error("Vulkan kernel '" + step->shader + "' for '" + std::string(op_name(node.op)) + "' on " +
-                operand_types(graph, node) + " (value %" + std::to_string(node.output) + " of graph '" + graph.name() +
-                "', created at " + node.loc.to_string() + ") may loop " + std::to_string(step->loop_passes) +
-                " times in one invocation, above lavapipe's 65535-iteration loop limit (llvmpipe ends every loop "
-                "of an invocation past " +
-                std::to_string(*limit) + " passes and returns a wrong result) on " + device.name);
+    throw LimitError("Vulkan kernel '" + step->shader + "' for '" + std::string(op_name(node.op)) + "' on " +
+                     operand_types(graph, node) + " (value %" + std::to_string(node.output) + " of graph '" +
+                     graph.name() + "', created at " + node.loc.to_string() + ") may loop " +
+                     std::to_string(step->loop_passes) +
+                     " times in one invocation, above lavapipe's 65535-iteration loop limit (llvmpipe ends every loop "
+                     "of an invocation past " +
+                     std::to_string(*limit) + " passes and returns a wrong result) on " + device.name);
   }
 }
 

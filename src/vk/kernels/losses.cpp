@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/vk/error.h"
 #include "vk/kernels/kernels.h"
 
 namespace tg::vk {
@@ -75,7 +76,8 @@ std::uint32_t reduction_code(const Node& node) {
   if (reduction == "mean") return kMean;
   if (reduction == "sum") return kSum;
   // The shape rule refuses anything else before a graph can reach the executor.
-  throw Error("Vulkan kernel for '" + std::string(op_name(node.op)) + "': unknown reduction \"" + reduction + "\"");
+  throw CompileError("Vulkan kernel for '" + std::string(op_name(node.op)) + "': unknown reduction \"" + reduction +
+                     "\"");
 }
 
 KernelLaunch plan_loss(const Graph& graph, const Node& node, std::uint32_t op) {
@@ -83,8 +85,8 @@ KernelLaunch plan_loss(const Graph& graph, const Node& node, std::uint32_t op) {
   const std::int64_t classes = scores.shape.back();  // >= 1: checked by the shape rule
   const std::int64_t positions = graph.type(node.inputs[1]).size();
   if (scores.size() > 0xffffffffll) {
-    throw Error("Vulkan kernel for '" + std::string(op_name(node.op)) + "' on " + scores.to_string() + " and " +
-                graph.type(node.inputs[1]).to_string() + ": more than 2^32-1 elements");
+    throw LimitError("Vulkan kernel for '" + std::string(op_name(node.op)) + "' on " + scores.to_string() + " and " +
+                     graph.type(node.inputs[1]).to_string() + ": more than 2^32-1 elements");
   }
   LossPush push;
   push.op = op;

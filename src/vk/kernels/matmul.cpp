@@ -27,6 +27,7 @@
 #include <limits>
 
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/vk/error.h"
 #include "vk/kernels/kernels.h"
 
 namespace tg::vk {
@@ -152,8 +153,8 @@ std::int64_t choose_splits(std::uint64_t tiles, std::int64_t k) {
 
 KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOperand lhs, MatmulOperand rhs) {
   if (lhs.transposed && !matmul_can_read_transposed(graph, node, 0)) {
-    throw Error("Vulkan kernel for 'matmul': a transposed lhs needs a 2-D lhs or a batched product, got " +
-                graph.type(node.inputs[0]).to_string() + " x " + graph.type(node.inputs[1]).to_string());
+    throw CompileError("Vulkan kernel for 'matmul': a transposed lhs needs a 2-D lhs or a batched product, got " +
+                       graph.type(node.inputs[0]).to_string() + " x " + graph.type(node.inputs[1]).to_string());
   }
   const Shape& a = graph.type(node.inputs[0]).shape;
   const Shape& b = graph.type(node.inputs[1]).shape;
@@ -166,8 +167,8 @@ KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOpe
 
   const std::int64_t largest = std::max({num_elements(a), num_elements(b), batches * m * n, m, n, k});
   if (largest > std::numeric_limits<std::uint32_t>::max()) {
-    throw Error("Vulkan kernel for 'matmul': operands " + graph.type(node.inputs[0]).to_string() + " x " +
-                graph.type(node.inputs[1]).to_string() + " exceed the shader's 32-bit indexing");
+    throw LimitError("Vulkan kernel for 'matmul': operands " + graph.type(node.inputs[0]).to_string() + " x " +
+                     graph.type(node.inputs[1]).to_string() + " exceed the shader's 32-bit indexing");
   }
 
   const bool large = m >= kLargeTile && n >= kLargeTile &&
@@ -247,7 +248,7 @@ KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOpe
 
   const std::uint64_t groups = tiles * static_cast<std::uint64_t>(splits);
   if (groups > std::numeric_limits<std::uint32_t>::max()) {
-    throw Error("Vulkan kernel for 'matmul': " + std::to_string(groups) + " output tiles exceed 32-bit indexing");
+    throw LimitError("Vulkan kernel for 'matmul': " + std::to_string(groups) + " output tiles exceed 32-bit indexing");
   }
   launch.items = groups * kGroupSize;  // 0 when the output is empty: the executor skips the dispatch
   launch.group_size = kGroupSize;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/vk/error.h"
 #include "vk/kernels/kernels.h"
 
 namespace tg::vk {
@@ -39,8 +40,8 @@ static_assert(sizeof(DropoutPush) == 16);
 std::uint32_t element_count(const Graph& graph, const Node& node) {
   const TensorType& type = graph.type(node.output);
   if (type.size() > 0xffffffffll) {
-    throw Error("Vulkan kernel for '" + std::string(op_name(node.op)) + "' on " + type.to_string() +
-                ": more than 2^32-1 elements");
+    throw LimitError("Vulkan kernel for '" + std::string(op_name(node.op)) + "' on " + type.to_string() +
+                     ": more than 2^32-1 elements");
   }
   return static_cast<std::uint32_t>(type.size());
 }

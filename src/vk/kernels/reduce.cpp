@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/vk/error.h"
 #include "vk/kernels/kernels.h"
 
 namespace tg::vk {
@@ -151,9 +152,11 @@ KernelLaunch combine_pass(ReduceOp op, std::uint32_t rows, std::uint64_t parts, 
   return launch;
 }
 
+// A size past the shader's 32-bit indexing (LimitError) or a layout it has no form for (CompileError).
+template <typename Refusal = LimitError>
 [[noreturn]] void refuse(const Graph& graph, const Node& node, const std::string& why) {
-  throw Error("Vulkan kernel for '" + std::string(op_name(node.op)) + "' on " + graph.type(node.inputs[0]).to_string() +
-              ": " + why);
+  throw Refusal("Vulkan kernel for '" + std::string(op_name(node.op)) + "' on " +
+                graph.type(node.inputs[0]).to_string() + ": " + why);
 }
 
 std::uint32_t u32(const Graph& graph, const Node& node, std::int64_t v) {
@@ -195,7 +198,7 @@ KernelLaunch plan_reduce(const Graph& graph, const Node& node, ReduceOp op) {
   std::int64_t rows = 1, count = 1;
   for (const Group& g : groups) {
     std::uint32_t& rank = g.reduced ? push.red_rank : push.kept_rank;
-    if (rank >= kMaxRank) refuse(graph, node, "more than 6 alternating kept/reduced axis groups");
+    if (rank >= kMaxRank) refuse<CompileError>(graph, node, "more than 6 alternating kept/reduced axis groups");
     (g.reduced ? push.red_dims : push.kept_dims)[rank] = u32(graph, node, g.dim);
     (g.reduced ? push.red_strides : push.kept_strides)[rank] = u32(graph, node, g.stride);
     ++rank;

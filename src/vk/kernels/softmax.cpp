@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/vk/error.h"
 #include "vk/kernels/kernels.h"
 
 namespace tg::vk {
@@ -94,8 +95,8 @@ KernelLaunch plan_softmax(const Graph& graph, const Node& node, std::uint32_t op
   const auto axis = static_cast<std::size_t>(node.attrs.integer("axis"));
   const auto [outer, length, inner] = split_at_axis(shape, static_cast<std::int64_t>(axis));
   if (num_elements(shape) > 0xffffffffll) {
-    throw Error("Vulkan kernel for '" + std::string(op_name(node.op)) + "' on " +
-                graph.type(node.inputs[0]).to_string() + ": more than 2^32-1 elements");
+    throw LimitError("Vulkan kernel for '" + std::string(op_name(node.op)) + "' on " +
+                     graph.type(node.inputs[0]).to_string() + ": more than 2^32-1 elements");
   }
   SoftmaxPush push;
   push.op = op;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/vk/error.h"
 #include "vk/kernels/kernels.h"
 
 namespace tg::vk {
@@ -105,10 +106,10 @@ KernelLaunch pad(const Graph& graph, const Node& node) {
 
 KernelLaunch concat(const Graph& graph, const Node& node) {
   if (node.inputs.size() > kMaxInputs) {
-    throw Error("Vulkan kernel for 'concat' (value %" + std::to_string(node.output) +
-                "): " + std::to_string(node.inputs.size()) + " inputs, above the " + std::to_string(kMaxInputs) +
-                " storage buffers one concat dispatch binds; concat at most " + std::to_string(kMaxInputs) +
-                " tensors at a time (e.g. concat groups, then concat the results)");
+    throw CompileError("Vulkan kernel for 'concat' (value %" + std::to_string(node.output) +
+                       "): " + std::to_string(node.inputs.size()) + " inputs, above the " + std::to_string(kMaxInputs) +
+                       " storage buffers one concat dispatch binds; concat at most " + std::to_string(kMaxInputs) +
+                       " tensors at a time (e.g. concat groups, then concat the results)");
   }
   return segments(graph, node, node.attrs.integer("axis"), 0);
 }
