@@ -29,7 +29,7 @@ std::string_view backend_name(Backend backend) {
 
 const TensorMap& RunResult::outputs() const {
   if (const auto* failure = std::get_if<RunFailure>(&state_)) {
-    throw Error("the run failed (" + failure->kind + "): " + failure->message);
+    throw RuntimeError("the run failed (" + failure->kind + "): " + failure->message);
   }
   return std::get<TensorMap>(state_);
 }
@@ -37,12 +37,12 @@ const TensorMap& RunResult::outputs() const {
 const HostTensor& RunResult::output(std::string_view name) const {
   const TensorMap& out = outputs();
   const auto it = out.find(name);
-  if (it == out.end()) throw Error("the run has no output named '" + std::string(name) + "'");
+  if (it == out.end()) throw RuntimeError("the run has no output named '" + std::string(name) + "'");
   return it->second;
 }
 
 const RunFailure& RunResult::failure() const {
-  if (ok()) throw Error("the run completed; it has no failure");
+  if (ok()) throw RuntimeError("the run completed; it has no failure");
   return std::get<RunFailure>(state_);
 }
 
@@ -71,18 +71,19 @@ struct Session::Impl {
     std::set<std::string> targets;
     for (const Writeback& w : options.writebacks) {
       const auto out = graph.find_output(w.output);
-      const GraphInput* in = nullptr;
-      for (const GraphInput& i : graph.inputs())
-        if (i.name == w.input) in = &i;
+      const auto in_value = graph.find_input(w.input);
+      const GraphInput* in = in_value ? graph.input_of_value(*in_value) : nullptr;
       const std::string what = "writeback '" + w.output + "' -> '" + w.input + "' of graph '" + graph.name() + "': ";
-      if (!out) throw Error(what + "no output named '" + w.output + "'");
-      if (!in) throw Error(what + "no input named '" + w.input + "'");
-      if (in->kind == InputKind::data) throw Error(what + "the input is not resident (a param or state)");
+      if (!out) throw CompileError(what + "no output named '" + w.output + "'");
+      if (!in) throw CompileError(what + "no input named '" + w.input + "'");
+      if (in->kind == InputKind::data) throw CompileError(what + "the input is not resident (a param or state)");
       if (!(graph.type(*out) == graph.type(in->value))) {
-        throw Error(what + "the output is " + graph.type(*out).to_string() + " but the input is " +
-                    graph.type(in->value).to_string());
+        throw CompileError(what + "the output is " + graph.type(*out).to_string() + " but the input is " +
+                           graph.type(in->value).to_string());
       }
-      if (!targets.insert(w.input).second) throw Error(what + "the input is the target of another writeback");
+      if (!targets.insert(w.input).second) {
+        throw CompileError(what + "the input is the target of another writeback");
+      }
     }
     check_commit_output();
   }
@@ -91,8 +92,8 @@ struct Session::Impl {
     if (options.commit_if_finite.empty()) return;
     const auto out = graph.find_output(options.commit_if_finite);
     if (!out || !is_float(graph.type(*out).dtype)) {
-      throw Error("commit_if_finite names '" + options.commit_if_finite + "', which is not a float output of graph '" +
-                  graph.name() + "'");
+      throw CompileError("commit_if_finite names '" + options.commit_if_finite +
+                         "', which is not a float output of graph '" + graph.name() + "'");
     }
   }
 
@@ -122,11 +123,28 @@ struct Session::Impl {
     throw RuntimeError("graph '" + graph.name() + "' has no param or state named '" + std::string(name) + "'");
   }
 
+  // Refuses a NaN or Inf in a float param or state value unless the options allow it.
+  void check_finite(const GraphInput& in, const HostTensor& value) const {
+    if (options.allow_nonfinite_params || !is_float(value.type.dtype)) return;
+    for (std::size_t i = 0; i < value.values.size(); ++i) {
+      if (std::isfinite(value.values[i])) continue;
+      throw RuntimeError(std::string(input_kind_name(in.kind)) + " '" + in.name + "' of graph '" + graph.name() +
+                         "' holds " +
+                         std::string(std::isnan(value.values[i]) ? "NaN"
+                                     : value.values[i] > 0       ? "+Inf"
+                                                                 : "-Inf") +
+                         " at element " + std::to_string(i) +
+                         " (every later run would compute from it; SessionOptions::allow_nonfinite_params accepts "
+                         "it)");
+    }
+  }
+
   void set_param(std::string_view name, const HostTensor& value) {
     const GraphInput& in = resident_input(name);
     TensorMap one;
     one.emplace(in.name, value);
     validate_inputs(graph, one, [](const GraphInput&) { return false; });
+    check_finite(in, value);
     if (program) {
       program->write_input(in.name, value);
     } else {
@@ -161,6 +179,11 @@ struct Session::Impl {
       }
     }
     validate_inputs(graph, data, [](const GraphInput& in) { return in.kind == InputKind::data; });
+    for (const auto& [name, value] : data) {
+      const auto id = graph.find_input(name);
+      const GraphInput* in = id ? graph.input_of_value(*id) : nullptr;
+      if (in && in->kind != InputKind::data) check_finite(*in, value);
+    }
     // Params passed with the data are set (and stay set).
     for (const auto& [name, value] : data) {
       const auto id = graph.find_input(name);

@@ -180,10 +180,12 @@ CompiledStep compile_step(const ErasedTrainingSpec& spec) {
     out.grad_inputs.emplace_back(name, input);
   }
   out.uses_step_seed = optimized.graph.find_input(kStepSeedInput).has_value();
-  out.session = std::make_unique<Session>(optimized.graph, SessionOptions{.backend = spec.backend,
-                                                                          .vk_context = spec.vk_context,
-                                                                          .writebacks = optimized.writebacks,
-                                                                          .commit_if_finite = "loss"});
+  out.session =
+      std::make_unique<Session>(optimized.graph, SessionOptions{.backend = spec.backend,
+                                                                .vk_context = spec.vk_context,
+                                                                .writebacks = optimized.writebacks,
+                                                                .commit_if_finite = "loss",
+                                                                .allow_nonfinite_params = spec.allow_nonfinite_params});
   return out;
 }
 

@@ -62,8 +62,10 @@ ForwardCore::Entry& ForwardCore::entry_for(std::int64_t batch) {
   Entry entry;
   entry.batch = batch;
   entry.uses_step_seed = graph.find_input(kStepSeedInput).has_value();
-  entry.session = std::make_unique<Session>(
-      graph, SessionOptions{.backend = training->spec.backend, .vk_context = training->spec.vk_context});
+  entry.session =
+      std::make_unique<Session>(graph, SessionOptions{.backend = training->spec.backend,
+                                                      .vk_context = training->spec.vk_context,
+                                                      .allow_nonfinite_params = training->spec.allow_nonfinite_params});
   cache.push_front(std::move(entry));
   while (cache.size() > max_cached) cache.pop_back();
   return cache.front();

@@ -128,7 +128,7 @@ BadInputCase bad_result_call(std::string name, TensorMap data, std::function<voi
                 auto result = std::make_shared<RunResult>(ran.session->run(data));
                 return BadCall{[result, call] { call(*result); }, ran.state()};
               },
-          .expected = throws<Error>(),
+          .expected = throws<RuntimeError>(),
           .fragments = std::move(fragments)};
 }
 
@@ -136,6 +136,13 @@ std::vector<BadInputCase> run_input_cases() {
   return {
       bad_run("missing_data_input", [](TensorMap& d) { d.erase("x"); }, "input",
               {"missing input 'x' (data, f32[2,3])"}),
+      // A good param then an infinite one passed with the data: neither is set.
+      bad_run("param_with_the_data_infinite",
+              [](TensorMap& d) {
+                d.emplace("steps", f32({}, {5}));
+                d.emplace("w", f32({3, 2}, {0.1, 0.2, 0.3, INFINITY, 0.5, 0.6}));
+              },
+              "input", {"param 'w' of graph 'net' holds +Inf at element 3"}),
       bad_run("unknown_input", [](TensorMap& d) { d.emplace("z", good_x()); }, "input",
               {"graph 'net' has no input named 'z'"}),
       bad_run("transposed_shape",
@@ -252,6 +259,14 @@ std::vector<BadInputCase> param_cases() {
                                      {"input 'w' of type f32[3,2] needs 6 elements, got 2"}),
       bad_session_call<RuntimeError>("set_state_wrong_rank", [](Session& s) { s.set_param("steps", f32({1}, {1})); },
                                      {"input 'steps' expects f32[], got f32[1]"}),
+      bad_session_call<RuntimeError>("set_param_nan",
+                                     [](Session& s) {
+                                       s.set_param("w", f32({3, 2}, {0.1, 0.2, std::nan(""), 0.4, 0.5, 0.6}));
+                                     },
+                                     {"param 'w' of graph 'net' holds NaN at element 2", "allow_nonfinite_params"}),
+      bad_session_call<RuntimeError>("set_state_infinite",
+                                     [](Session& s) { s.set_param("steps", f32({}, {-INFINITY})); },
+                                     {"state 'steps' of graph 'net' holds -Inf at element 0"}),
       bad_session_call<RuntimeError>("param_unknown_name", [](Session& s) { (void)s.param("q"); },
                                      {"graph 'net' has no param or state named 'q'"}),
       bad_session_call<RuntimeError>("param_of_a_data_input", [](Session& s) { (void)s.param("idx"); },
@@ -268,11 +283,11 @@ std::vector<BadInputCase> param_cases() {
   };
 }
 
-// Options the constructor refuses (tg::Error naming the writeback or output and the graph).
+// Options the constructor refuses (tg::CompileError naming the writeback or output and the graph).
 BadInputCase bad_options(std::string name, SessionOptions options, std::vector<std::string> fragments) {
   return {.name = std::move(name),
           .setup = stateless([options] { Session s(net_graph(), options); }),
-          .expected = throws<Error>(),
+          .expected = throws<CompileError>(),
           .fragments = std::move(fragments)};
 }
 
@@ -301,13 +316,13 @@ std::vector<BadInputCase> host_tensor_cases() {
        .setup = stateless([] {
          (void)HostTensor::f32({2, 3}, {1, 2, 3, 4, 5});
        }),
-       .expected = throws<Error>(),
+       .expected = throws<RuntimeError>(),
        .fragments = {"a tensor of type f32[2,3] needs 6 elements, got 5"}},
       {.name = "host_tensor_of_2_pow_40_elements",
        .setup = stateless([] {
          (void)HostTensor::of({DType::f32, {std::int64_t{1} << 40}}, {});
        }),
-       .expected = throws<Error>(),
+       .expected = throws<RuntimeError>(),
        .fragments = {"f32[1099511627776] needs 1099511627776 elements, got 0"}},
   };
 }

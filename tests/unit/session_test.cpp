@@ -3,6 +3,7 @@
 // tests/vk/vk_session_test.cpp runs the same scenarios on Vulkan.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -131,10 +132,27 @@ INSTANTIATE_TEST_SUITE_P(Backends, SessionOnInterpreter, ::testing::Values(Backe
 
 TEST(Session, BadWritebacksAreRefusedAtCompile) {
   const Graph g = sgd_graph();
-  EXPECT_THROW(Session(g, {.writebacks = {{"nope", "w"}}}), Error);
-  EXPECT_THROW(Session(g, {.writebacks = {{"w.new", "x"}}}), Error);  // a data input
-  EXPECT_THROW(Session(g, {.writebacks = {{"loss", "w"}}}), Error);   // f32[] into f32[4]
-  EXPECT_THROW(Session(g, {.writebacks = {{"w.new", "w"}, {"w.new", "w"}}}), Error);
+  EXPECT_THROW(Session(g, {.writebacks = {{"nope", "w"}}}), CompileError);
+  EXPECT_THROW(Session(g, {.writebacks = {{"w.new", "x"}}}), CompileError);  // a data input
+  EXPECT_THROW(Session(g, {.writebacks = {{"loss", "w"}}}), CompileError);   // f32[] into f32[4]
+  EXPECT_THROW(Session(g, {.writebacks = {{"w.new", "w"}, {"w.new", "w"}}}), CompileError);
+}
+
+// NaN/Inf params are refused by default (every later run would compute from them) and accepted,
+// bit for bit, with allow_nonfinite_params; a NaN data input is the graph's business either way.
+TEST_P(SessionOnInterpreter, NonFiniteParamsNeedTheOptIn) {
+  const HostTensor nan_w = HostTensor::f32({4}, {1.f, std::nanf(""), 3.f, 4.f});
+  Session strict(sgd_graph(), {.backend = GetParam()});
+  EXPECT_THROW(strict.set_param("w", nan_w), RuntimeError);
+  EXPECT_EQ(strict.unset_params(), (std::vector<std::string>{"w", "steps"}));
+  Session lenient(sgd_graph(), {.backend = GetParam(), .allow_nonfinite_params = true});
+  lenient.set_param("w", nan_w);
+  lenient.set_param("steps", HostTensor::f32({}, {0.f}));
+  EXPECT_TRUE(std::isnan(lenient.param("w").values[1]));
+  const RunResult r =
+      lenient.run({{"x", HostTensor::f32({4}, {1, 1, 1, 1})}, {"y", HostTensor::f32({4}, {0, 0, 0, 0})}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(std::isnan(r.output("loss").values[0]));
 }
 
 }  // namespace

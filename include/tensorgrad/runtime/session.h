@@ -46,6 +46,10 @@ struct SessionOptions {
   // writebacks to take effect. A NaN or Inf there fails the run ("nonfinite") and leaves params and
   // state as they were before it, on every backend.
   std::string commit_if_finite;
+  // set_param (and params passed to run) refuse a float value holding NaN or Inf with a
+  // RuntimeError naming the param and the element, since every later run would compute garbage
+  // from it; true accepts such values (a test of NaN propagation, say).
+  bool allow_nonfinite_params = false;
 };
 
 // Why a run failed. kind: "input" (missing, unknown or misshapen input: the message names it, what
