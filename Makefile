@@ -15,7 +15,7 @@ help:
 	@echo "make asan          the same under AddressSanitizer + UBSan (preset asan-ubsan, build/asan, 0.1x cases)"
 	@echo "make tsan          the thread-safety tests (names with Concurrency) under ThreadSanitizer (preset tsan, build/tsan)"
 	@echo "make soak          the random-graph properties at TG_SOAK_SCALE (45: ~100,000 Vulkan graphs)"
-	@echo "make build         set up and build only;  PRESET=dev|release|asan-ubsan picks the preset"
+	@echo "make build         set up and build only;  PRESET=dev|release|asan-ubsan|tsan picks the preset"
 	@echo "make format        clang-format every tracked C++ file;  make format-check only checks"
 	@echo "make clean         remove build/dev, build/release, build/asan and build/tsan"
 
