@@ -22,6 +22,12 @@
 #include <vector>
 
 #include "tensorgrad/interp/host_tensor.h"
+#include "tensorgrad/ir/ops/ids/image.h"
+#include "tensorgrad/ir/ops/ids/indexing.h"
+#include "tensorgrad/ir/ops/ids/layout.h"
+#include "tensorgrad/ir/ops/ids/matmul.h"
+#include "tensorgrad/ir/ops/ids/random.h"
+#include "tensorgrad/ir/ops/ids/structure.h"
 #include "tensorgrad/ir/ops/op_def.h"
 #include "tensorgrad/ir/tensor.h"
 
@@ -151,47 +157,47 @@ inline std::optional<OpSample> hand_made_sample(OpId op, CaseSize size) {
   const Attrs pool{{"kernel", integer(2)}, {"padding", integer(0)}, {"stride", integer(2)}};
   const Shape pool_image = small ? Shape{8, 16, 32, 32} : Shape{16, 64, 64, 64};
   switch (op) {
-    case OpId::Matmul:
+    case op::Matmul:
       return OpSample{{}, {f32({n, n}), f32({n, n})}, {real, real}};
-    case OpId::Conv2d:
+    case op::Conv2d:
       return OpSample{conv, {f32(image), f32(weight)}, {real, real}};
-    case OpId::Conv2dInputGrad: {
+    case op::Conv2dInputGrad: {
       Attrs attrs = conv;
       attrs.set("height", side);
       attrs.set("width", side);
       return OpSample{std::move(attrs), {f32(image), f32(weight)}, {real, real}};
     }
-    case OpId::Conv2dWeightGrad: {
+    case op::Conv2dWeightGrad: {
       Attrs attrs = conv;
       attrs.set("kernel_h", integer(3));
       attrs.set("kernel_w", integer(3));
       return OpSample{std::move(attrs), {f32(image), f32(image)}, {real, real}};
     }
-    case OpId::MaxPool2d:  // untied: no window holds two equal values
+    case op::MaxPool2d:  // untied: no window holds two equal values
       return OpSample{pool, {f32(pool_image)}, {ValueDomain::untied()}};
-    case OpId::MaxPool2dGrad: {
+    case op::MaxPool2dGrad: {
       const Shape pooled{pool_image[0], pool_image[1], pool_image[2] / 2, pool_image[3] / 2};
       return OpSample{pool, {f32(pool_image), f32(pooled)}, {ValueDomain::untied(), real}};
     }
-    case OpId::Embedding: {  // a [V, 128] table, [B, T] indices: a row gather into a ~2M-element output
+    case op::Embedding: {  // a [V, 128] table, [B, T] indices: a row gather into a ~2M-element output
       const std::int64_t rows = small ? 512 : 32768, width = small ? 64 : 128;
       const Shape indices = small ? Shape{16, 64} : Shape{64, 256};
       return OpSample{{},
                       {f32({rows, width}), {DType::i32, indices}},
                       {real, ValueDomain::indices(0, static_cast<double>(rows - 1))}};
     }
-    case OpId::Dropout:  // the seed is a 0-d i32 input, as the front end emits it
+    case op::Dropout:  // the seed is a 0-d i32 input, as the front end emits it
       return OpSample{{{"p", AttrValue{0.5}}, {"salt", integer(1)}},
                       {f32({square, square}), {DType::i32, {}}},
                       {real, ValueDomain::indices(-8, 8)}};
-    case OpId::SwapAxes:
+    case op::SwapAxes:
       return OpSample{{{"axis0", integer(0)}, {"axis1", integer(1)}}, {f32({square, square})}, {real}};
-    case OpId::Concat:
+    case op::Concat:
       return OpSample{{{"axis", integer(1)}}, {f32({square, square / 2}), f32({square, square / 2})}, {real, real}};
-    case OpId::Pad:
+    case op::Pad:
       return OpSample{
           {{"axis", integer(1)}, {"before", integer(8)}, {"after", integer(8)}}, {f32({square, square})}, {real}};
-    case OpId::BroadcastTo:
+    case op::BroadcastTo:
       return OpSample{{{"shape", AttrValue{std::vector<std::int64_t>{square, square}}}}, {f32({1, square})}, {real}};
     default:
       return std::nullopt;
@@ -266,13 +272,13 @@ inline double case_flops(const OpCase& c) {
   };
   const double out_size = static_cast<double>(c.output.size());
   switch (c.op) {
-    case OpId::Matmul:  // every output element is a dot product of the lhs's last extent
+    case op::Matmul:  // every output element is a dot product of the lhs's last extent
       return in[0].shape.empty() ? 0 : 2 * out_size * static_cast<double>(in[0].shape.back());
-    case OpId::Conv2d:  // y [N,O,OH,OW] from w [O,C,KH,KW]: C*KH*KW terms per output
+    case op::Conv2d:  // y [N,O,OH,OW] from w [O,C,KH,KW]: C*KH*KW terms per output
       return 2 * out_size * product(in[1].shape, 1);
-    case OpId::Conv2dInputGrad:  // the forward's terms: g [N,O,OH,OW] x w [O,C,KH,KW]
+    case op::Conv2dInputGrad:  // the forward's terms: g [N,O,OH,OW] x w [O,C,KH,KW]
       return 2 * static_cast<double>(in[0].size()) * product(in[1].shape, 1);
-    case OpId::Conv2dWeightGrad:  // g [N,O,OH,OW] x dw [O,C,KH,KW]
+    case op::Conv2dWeightGrad:  // g [N,O,OH,OW] x dw [O,C,KH,KW]
       return out.size() == 4 ? 2 * static_cast<double>(in[1].size()) * product(out, 1) : 0;
     default:
       return 0;

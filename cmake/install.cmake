@@ -17,8 +17,11 @@ install(TARGETS tensorgrad
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# The whole public tree: headers and the X-macro op list (ops.def) they include.
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/tensorgrad DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The whole public tree, and the headers generated from ops.def (the tg::op constants and the
+# front-end functions declared there).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/tensorgrad DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        PATTERN "ops.def" EXCLUDE)
+install(DIRECTORY ${TG_GENERATED_DIR}/include/tensorgrad DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 install(EXPORT tensorgradTargets
   NAMESPACE tensorgrad::

@@ -15,8 +15,9 @@ foreach(shader IN LISTS TG_SHADER_SOURCES)
     OUTPUT ${spv}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${TG_SHADER_DIR}
     COMMAND ${Vulkan_GLSLANG_VALIDATOR_EXECUTABLE} --target-env vulkan1.1 -S comp
-            --depfile ${spv}.d -o ${spv} ${shader}
+            -I${TG_GENERATED_DIR}/shaders --depfile ${spv}.d -o ${spv} ${shader}
     MAIN_DEPENDENCY ${shader}
+    DEPENDS tg_generated_ops
     DEPFILE ${spv}.d
     COMMENT "Compiling shader ${name}.comp to SPIR-V"
     VERBATIM)

@@ -75,7 +75,8 @@ InterpResult run(const Graph& graph, const TensorMap& inputs, const InterpOption
   std::vector<const TensorType*> in_types;
   for (std::size_t n = 0; n < nodes.size(); ++n) {
     const Node& node = nodes[n];
-    const auto kernel = table[static_cast<std::size_t>(node.op)];
+    const auto slot = static_cast<std::size_t>(node.op);
+    const auto kernel = slot < kOpIdSpace ? table[slot] : nullptr;
     if (!kernel) throw RuntimeError("the interpreter has no kernel for op '" + std::string(op_name(node.op)) + "'");
     in_buffers.clear();
     in_types.clear();
@@ -130,6 +131,7 @@ InterpResult interpret(const Graph& graph, const TensorMap& inputs, const Interp
 
 bool interp_has_kernel(OpId op) {
   const auto i = static_cast<std::size_t>(op);
+  if (i >= kOpIdSpace) return false;
   return interp::kernel_table<float>()[i] != nullptr && interp::kernel_table<double>()[i] != nullptr;
 }
 

@@ -34,7 +34,7 @@ struct KernelCall {
 template <class T>
 using KernelFn = void (*)(const KernelCall<T>& call);
 template <class T>
-using KernelTable = std::array<KernelFn<T>, kNumOps>;
+using KernelTable = std::array<KernelFn<T>, kOpIdSpace>;  // indexed by OpId value
 
 template <class T>
 const KernelTable<T>& kernel_table();

@@ -78,7 +78,7 @@ class Verifier {
 
   void check_node(NodeId index) const {
     const Node& node = graph_.node(index);
-    if (static_cast<std::size_t>(node.op) >= kNumOps) {
+    if (!is_registered_op(node.op)) {
       node_error(index, "op id " + std::to_string(static_cast<unsigned>(node.op)) + " is not in the registry");
     }
     if (!in_range(node.output) || graph_.value(node.output).producer != index) {

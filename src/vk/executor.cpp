@@ -20,7 +20,10 @@
 
 namespace tg::vk {
 
-bool has_kernel(OpId op) { return kernel_plan_table()[static_cast<std::size_t>(op)] != nullptr; }
+bool has_kernel(OpId op) {
+  const auto slot = static_cast<std::size_t>(op);
+  return slot < kOpIdSpace && kernel_plan_table()[slot] != nullptr;
+}
 
 namespace {
 

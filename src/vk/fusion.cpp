@@ -12,6 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "tensorgrad/ir/ops/ids/elementwise_binary.h"
+#include "tensorgrad/ir/ops/ids/elementwise_unary.h"
+#include "tensorgrad/ir/ops/ids/layout.h"
+
 namespace tg::vk {
 
 namespace {
@@ -70,57 +74,57 @@ std::uint64_t spread_run(const TensorType& in, const TensorType& out) {
 // The op's code in elementwise_math.glsl (the per-op kernels push the same codes).
 std::optional<std::uint32_t> op_code(OpId op) {
   switch (op) {
-    case OpId::Add:
+    case op::Add:
       return 0;
-    case OpId::Sub:
+    case op::Sub:
       return 1;
-    case OpId::Mul:
+    case op::Mul:
       return 2;
-    case OpId::Div:
+    case op::Div:
       return 3;
-    case OpId::Minimum:
+    case op::Minimum:
       return 4;
-    case OpId::Maximum:
+    case op::Maximum:
       return 5;
     // Comparisons and where: the per-op kernel's codes; in a fused run a comparison's bool lives in
     // a register as 1.0 / 0.0 and only the run's own where reads it (see Run::add, writable()).
-    case OpId::Less:
+    case op::Less:
       return 6;
-    case OpId::Greater:
+    case op::Greater:
       return 7;
-    case OpId::Equal:
+    case op::Equal:
       return 8;
-    case OpId::Where:
+    case op::Where:
       return 9;
-    case OpId::Neg:
+    case op::Neg:
       return kUnary + 0;
-    case OpId::Abs:
+    case op::Abs:
       return kUnary + 1;
-    case OpId::Square:
+    case op::Square:
       return kUnary + 2;
-    case OpId::Sqrt:
+    case op::Sqrt:
       return kUnary + 3;
-    case OpId::Rsqrt:
+    case op::Rsqrt:
       return kUnary + 4;
-    case OpId::Exp:
+    case op::Exp:
       return kUnary + 5;
-    case OpId::Log:
+    case op::Log:
       return kUnary + 6;
-    case OpId::Sin:
+    case op::Sin:
       return kUnary + 7;
-    case OpId::Cos:
+    case op::Cos:
       return kUnary + 8;
-    case OpId::Tanh:
+    case op::Tanh:
       return kUnary + 9;
-    case OpId::Sigmoid:
+    case op::Sigmoid:
       return kUnary + 10;
-    case OpId::Relu:
+    case op::Relu:
       return kUnary + 11;
-    case OpId::Gelu:
+    case op::Gelu:
       return kUnary + 12;
-    case OpId::Silu:
+    case op::Silu:
       return kUnary + 13;
-    case OpId::Clamp:
+    case op::Clamp:
       return kUnary + 14;
     default:
       return std::nullopt;
@@ -131,13 +135,12 @@ std::optional<std::uint32_t> op_code(OpId op) {
 // vulkan/<op>/own_kernel by the family kernels). Declared for the ops op_code() maps and broadcast_to.
 struct FusedOpPaths {
   FusedOpPaths() {
-    for (std::size_t i = 0; i < kNumOps; ++i) {
-      const auto op = static_cast<OpId>(i);
-      if (op == OpId::BroadcastTo || op_code(op))
-        by_op[i] = std::make_unique<LaunchPath>("vulkan", op_name(op), "fused");
+    for (const OpId op : all_ops()) {
+      if (op == op::BroadcastTo || op_code(op))
+        by_op[static_cast<std::size_t>(op)] = std::make_unique<LaunchPath>("vulkan", op_name(op), "fused");
     }
   }
-  std::array<std::unique_ptr<LaunchPath>, kNumOps> by_op;
+  std::array<std::unique_ptr<LaunchPath>, kOpIdSpace> by_op;
 };
 const FusedOpPaths kFusedOpPaths;
 
@@ -168,7 +171,7 @@ bool fusable_operand(const TensorType& in, const TensorType& out) {
 // the output's shape, a single element, periodic or spread, the output non-empty.
 std::optional<std::uint32_t> fusable_code(const Graph& graph, const Node& node, const KernelLaunch& launch) {
   // broadcast_to of a register the run can read (one element, periodic, spread): a copy step.
-  const bool broadcast_copy = node.op == OpId::BroadcastTo &&
+  const bool broadcast_copy = node.op == op::BroadcastTo &&
                               fusable_operand(graph.type(node.inputs[0]), graph.type(node.output)) &&
                               !(graph.type(node.inputs[0]).shape == graph.type(node.output).shape);
   const auto code = broadcast_copy ? std::optional<std::uint32_t>(kCopy) : op_code(node.op);
@@ -179,8 +182,8 @@ std::optional<std::uint32_t> fusable_code(const Graph& graph, const Node& node, 
     return std::nullopt;
   }
   const TensorType& out = graph.type(node.output);
-  const bool compare = node.op == OpId::Less || node.op == OpId::Greater || node.op == OpId::Equal;
-  const bool where = node.op == OpId::Where;
+  const bool compare = node.op == op::Less || node.op == op::Greater || node.op == op::Equal;
+  const bool where = node.op == op::Where;
   if (out.dtype != (compare ? DType::boolean : DType::f32) || out.size() <= 0 ||
       out.size() > std::numeric_limits<std::uint32_t>::max()) {
     return std::nullopt;
@@ -215,12 +218,12 @@ class Run {
     if (nodes_.size() == kMaxSteps) return false;
     // A where's condition must be a comparison of this run (a register holding 1.0 / 0.0): a bool
     // from memory is an int32 word, not a float.
-    const bool where = node.op == OpId::Where;
+    const bool where = node.op == op::Where;
     if (where) {
       const auto cond = registers_.find(node.inputs[0]);
       if (cond == registers_.end() || cond->second < kMaxInputs) return false;
     }
-    const bool clamp = node.op == OpId::Clamp;
+    const bool clamp = node.op == op::Clamp;
     if (clamp && clamps_ == kMaxClamps) return false;
     std::vector<ValueId> fresh;
     for (ValueId v : node.inputs) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/ir/ops/ids/layout.h"
 #include "tensorgrad/ir/ops/op_def.h"
 #include "tensorgrad/vk/error.h"
 #include "vk/fusion.h"
@@ -46,7 +47,8 @@ ProgramPlan plan_program(const Graph& graph, const DeviceInfo& info, const Progr
   p.launches.reserve(graph.nodes().size());
   PlanOptions plan_options{options.guard_bytes, {}, {}};
   for (const Node& node : graph.nodes()) {
-    const KernelPlanFn fn = kernel_plan_table()[static_cast<std::size_t>(node.op)];
+    const auto slot = static_cast<std::size_t>(node.op);
+    const KernelPlanFn fn = slot < kOpIdSpace ? kernel_plan_table()[slot] : nullptr;
     if (!fn) {
       throw CompileError("the Vulkan executor has no kernel for op '" + std::string(op_name(node.op)) + "' (value %" +
                          std::to_string(node.output) + " of graph '" + graph.name() + "', created at " +
@@ -137,7 +139,7 @@ ProgramPlan plan_program(const Graph& graph, const DeviceInfo& info, const Progr
   };
   for (std::size_t n = 0; n < p.launches.size(); ++n) {
     const Node& node = graph.nodes()[n];
-    if (node.op != OpId::Reshape || p.launches[n].items == 0) continue;
+    if (node.op != op::Reshape || p.launches[n].items == 0) continue;
     if (boundary(node.inputs[0]) || boundary(node.output)) continue;
     p.launches[n].items = 0;
     plan_options.aliases.emplace_back(node.output, node.inputs[0]);

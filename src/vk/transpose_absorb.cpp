@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <numeric>
 
+#include "tensorgrad/ir/ops/ids/layout.h"
+#include "tensorgrad/ir/ops/ids/matmul.h"
+
 namespace tg::vk {
 
 namespace {
@@ -15,13 +18,13 @@ bool transposes_last_two(const Graph& graph, const Node& node) {
   if (node.inputs.size() != 1) return false;
   const auto rank = static_cast<std::int64_t>(graph.type(node.inputs[0]).shape.size());
   if (rank < 2) return false;
-  if (node.op == OpId::SwapAxes) {
+  if (node.op == op::SwapAxes) {
     const auto wrap = [rank](std::int64_t axis) { return axis < 0 ? axis + rank : axis; };
     const std::int64_t a = wrap(node.attrs.integer("axis0"));
     const std::int64_t b = wrap(node.attrs.integer("axis1"));
     return std::min(a, b) == rank - 2 && std::max(a, b) == rank - 1;
   }
-  if (node.op == OpId::Permute) {
+  if (node.op == op::Permute) {
     std::vector<std::int64_t> want(static_cast<std::size_t>(rank));
     std::iota(want.begin(), want.end(), 0);
     std::swap(want[want.size() - 2], want.back());
@@ -64,7 +67,7 @@ class Absorber {
     AbsorbedTransposes result;
     const auto& nodes = graph_.nodes();
     for (std::size_t n = 0; n < nodes.size(); ++n) {
-      if (nodes[n].op != OpId::Matmul) continue;
+      if (nodes[n].op != op::Matmul) continue;
       const Source lhs = source(nodes[n].inputs[0]);
       const Source rhs = source(nodes[n].inputs[1]);
       if (lhs.value == nodes[n].inputs[0] && rhs.value == nodes[n].inputs[1]) continue;
@@ -110,7 +113,7 @@ class Absorber {
     for (const Use& use : uses_[static_cast<std::size_t>(out)]) {
       const Node& reader = graph_.node(use.node);
       if (candidate_[static_cast<std::size_t>(use.node)]) continue;
-      if (reader.op != OpId::Matmul) return false;
+      if (reader.op != op::Matmul) return false;
       if (source(out).transposed && !matmul_can_read_transposed(graph_, reader, use.slot)) return false;
     }
     return true;

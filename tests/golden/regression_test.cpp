@@ -14,6 +14,7 @@
 #include "golden_file.h"
 #include "property/checks.h"
 #include "support/tolerance.h"
+#include "tensorgrad/ir/ops/ids/elementwise_unary.h"
 
 namespace tg::golden {
 namespace {
@@ -129,7 +130,7 @@ TEST_P(File, Passes) {
   // checked against central differences, as the property that found it did. stop_gradient is the
   // one op finite differences see through by design, so graphs holding it skip this check.
   const bool has_stop_gradient = std::any_of(r.graph.nodes().begin(), r.graph.nodes().end(),
-                                             [](const Node& node) { return node.op == OpId::StopGradient; });
+                                             [](const Node& node) { return node.op == op::StopGradient; });
   if (!has_stop_gradient) {
     const testing::GraphCase c{r.graph, r.inputs, r.frozen};
     for (std::uint64_t seed : {1, 2, 3}) {

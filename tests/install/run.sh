@@ -21,7 +21,7 @@ prefix=$work/prefix
 echo "== install $build_dir -> $prefix"
 "$cmake" --install "$build_dir" --prefix "$prefix"
 
-for f in include/tensorgrad/tensorgrad.h include/tensorgrad/ir/ops/ops.def; do
+for f in include/tensorgrad/tensorgrad.h include/tensorgrad/ir/ops/ids.h include/tensorgrad/ir/ops/ids/matmul.h; do
   [[ -f $prefix/$f ]] || { echo "FAIL: $f was not installed" >&2; exit 1; }
 done
 compgen -G "$prefix/lib*/libtensorgrad.*" >/dev/null || { echo "FAIL: no libtensorgrad installed" >&2; exit 1; }

@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/ir/ops/ids/indexing.h"
+#include "tensorgrad/ir/ops/ids/softmax.h"
 
 namespace tg::testing {
 
@@ -105,7 +107,7 @@ bool within_bounds(OpId op, const OpSample& sample, const GenOptions& options, s
   // An op with a reduction_length costs that much per output element (matmul, conv2d, pooling,
   // the losses), except the softmax family, whose row length is shared by the row's outputs.
   const OpDef& def = op_def(op);
-  const bool shared_rows = op == OpId::Softmax || op == OpId::LogSoftmax || op == OpId::SoftmaxCausal;
+  const bool shared_rows = op == op::Softmax || op == op::LogSoftmax || op == op::SoftmaxCausal;
   const std::int64_t length =
       def.reduction_length && !shared_rows ? def.reduction_length(sample.attrs, sample.inputs) : 1;
   if (std::max(total, out.size() * std::max<std::int64_t>(length, 1)) > options.max_step_work) return false;

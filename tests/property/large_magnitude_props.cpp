@@ -14,6 +14,9 @@
 #include "property_support.h"
 #include "support/large_magnitude.h"
 #include "support/large_magnitude_bounds.h"
+#include "tensorgrad/ir/ops/ids/elementwise_unary.h"
+#include "tensorgrad/ir/ops/ids/losses.h"
+#include "tensorgrad/ir/ops/ids/softmax.h"
 
 namespace tg::testing::large {
 namespace {
@@ -69,21 +72,21 @@ struct Reference {
 
 Reference reference(OpId op, long double x) {
   switch (op) {
-    case OpId::Exp:
+    case op::Exp:
       return {std::exp(x), std::exp(x), std::exp(x)};
-    case OpId::Sigmoid: {
+    case op::Sigmoid: {
       const long double s = sigmoid_ld(x), t = sigmoid_ld(-x);
       return {s, s * t, s * t};
     }
-    case OpId::Tanh: {
+    case op::Tanh: {
       const long double t = 4 * sigmoid_ld(2 * x) * sigmoid_ld(-2 * x);  // sech^2, no cancellation
       return {std::tanh(x), t, t};
     }
-    case OpId::Silu: {
+    case op::Silu: {
       const long double s = sigmoid_ld(x), xs = x * sigmoid_ld(-x);
       return {x * s, s * (1 + xs), s * (1 + std::fabs(xs))};
     }
-    case OpId::Gelu: {
+    case op::Gelu: {
       // x/2 (1 + tanh(u)) = x sigmoid(2u): the same function, without 1 + tanh cancelling.
       const long double v = gelu_v(x);
       const long double dv = 2 * 0.7978845608028654L * (1 + 3 * 0.044715L * x * x);
@@ -130,7 +133,7 @@ References references(const Case& c, const TensorMap& inputs) {
   }
   r.grad.resize(x.size());
   const Rows rows = rows_of(c);
-  if (c.op != OpId::CrossEntropy) r.y.resize(x.size());
+  if (c.op != op::CrossEntropy) r.y.resize(x.size());
   long double total = 0, total_terms = 0;
   for (std::size_t k = 0; k < rows.visible.size(); ++k) {
     const auto& row = rows.visible[k];
@@ -148,10 +151,10 @@ References references(const Case& c, const TensorMap& inputs) {
     for (std::size_t j = 0; j < row.size(); ++j) {
       const std::size_t i = row[j];
       const long double d = x[i] - s.max, p = std::exp(d) / s.sum;
-      if (c.op == OpId::LogSoftmax) {
+      if (c.op == op::LogSoftmax) {
         r.y[i] = {d - log_s, std::fabs(d) + log_s + 1};
         r.grad[i] = {w[i] - p * w_sum, std::fabs(w[i]) + p * w_abs};
-      } else if (c.op == OpId::CrossEntropy) {
+      } else if (c.op == op::CrossEntropy) {
         const double cot =
             c.reduction == Reduction::none ? w[k] : (c.reduction == Reduction::mean ? w[0] / n_rows : w[0]);
         const bool target = static_cast<double>(j) == inputs.at("t").values[k];
@@ -161,7 +164,7 @@ References references(const Case& c, const TensorMap& inputs) {
         r.grad[i] = {p * (w[i] - wp), p * (std::fabs(w[i]) + wp_abs)};
       }
     }
-    if (c.op == OpId::CrossEntropy) {
+    if (c.op == op::CrossEntropy) {
       const auto t = static_cast<std::size_t>(inputs.at("t").values[k]);
       const long double loss = log_s + (s.max - x[row[t]]);
       if (c.reduction == Reduction::none) r.y.push_back({loss, loss + 1});
@@ -169,7 +172,7 @@ References references(const Case& c, const TensorMap& inputs) {
       total_terms += loss + 1;
     }
   }
-  if (c.op == OpId::CrossEntropy && c.reduction != Reduction::none) {
+  if (c.op == op::CrossEntropy && c.reduction != Reduction::none) {
     const auto n = static_cast<long double>(rows.visible.size());
     r.y.push_back(c.reduction == Reduction::mean ? Term{total / n, total_terms / n} : Term{total, total_terms});
   }

@@ -9,6 +9,7 @@
 #include "graph_gen.h"
 #include "property_support.h"
 #include "regression_writer.h"
+#include "tensorgrad/ir/ops/ids/elementwise_unary.h"
 
 namespace tg::testing {
 namespace {
@@ -34,7 +35,7 @@ GraphCase generate(bool boundary = false) {
 GraphCase generate_for_finite_differences(bool boundary = false) {
   static const std::vector<OpId> ops = [] {
     auto all = sampled_ops();
-    std::erase(all, OpId::StopGradient);
+    std::erase(all, op::StopGradient);
     return all;
   }();
   return generate(ops, boundary);

@@ -12,6 +12,7 @@
 #include "checks.h"
 #include "graph_gen.h"
 #include "property_support.h"
+#include "tensorgrad/ir/ops/ids/elementwise_unary.h"
 
 namespace tg::testing {
 namespace {
@@ -109,7 +110,7 @@ TEST_P(SingleOp, PassesAtBoundarySizes) {
     for (const auto& check : {check_coverage(c), check_f32_matches_f64(c)}) {
       ASSERT_FALSE(check.has_value()) << *check << describe(c);
     }
-    if (def.differentiable && op != OpId::StopGradient) {
+    if (def.differentiable && op != op::StopGradient) {
       const auto problem = check_directional_gradient(c, seed);
       ASSERT_FALSE(problem.has_value()) << *problem << describe(c);
     }

@@ -11,19 +11,22 @@
 #include <string>
 #include <vector>
 
+#include "tensorgrad/ir/ops/ids/elementwise_unary.h"
+#include "tensorgrad/ir/ops/ids/indexing.h"
+#include "tensorgrad/ir/ops/ids/losses.h"
+#include "tensorgrad/ir/ops/ids/softmax.h"
 #include "tensorgrad/tensorgrad.h"
 
 namespace tg::testing::large {
 
 inline const std::vector<OpId>& magnitude_ops() {
-  static const std::vector<OpId> ops = {OpId::Exp,        OpId::Sigmoid,       OpId::Tanh,
-                                        OpId::Gelu,       OpId::Silu,          OpId::Softmax,
-                                        OpId::LogSoftmax, OpId::SoftmaxCausal, OpId::CrossEntropy};
+  static const std::vector<OpId> ops = {op::Exp,     op::Sigmoid,    op::Tanh,          op::Gelu,        op::Silu,
+                                        op::Softmax, op::LogSoftmax, op::SoftmaxCausal, op::CrossEntropy};
   return ops;
 }
 
 inline bool is_unary(OpId op) {
-  return op == OpId::Exp || op == OpId::Sigmoid || op == OpId::Tanh || op == OpId::Gelu || op == OpId::Silu;
+  return op == op::Exp || op == op::Sigmoid || op == op::Tanh || op == op::Gelu || op == op::Silu;
 }
 
 // Magnitudes where the formulas change behaviour: f32 exp overflows past ln(FLT_MAX) = 88.7228 and
@@ -101,7 +104,7 @@ inline void fill_row(SampleRng& rng, std::vector<double>& x, const std::vector<s
 // One graph: input "x" (and "t", the targets of cross_entropy), output "y" = op(x) (times 2 when
 // `times_two`, a fusable chain on Vulkan).
 struct Case {
-  OpId op = OpId::Exp;
+  OpId op = op::Exp;
   std::string label;
   Graph forward;
   TensorMap inputs;
@@ -116,31 +119,31 @@ inline Graph build_forward(const Case& c, const Shape& shape) {
   const Tensor x = b.input("x", {DType::f32, shape});
   Tensor y = x;
   switch (c.op) {
-    case OpId::Exp:
+    case op::Exp:
       y = exp(x);
       break;
-    case OpId::Sigmoid:
+    case op::Sigmoid:
       y = sigmoid(x);
       break;
-    case OpId::Tanh:
+    case op::Tanh:
       y = tanh(x);
       break;
-    case OpId::Gelu:
+    case op::Gelu:
       y = gelu(x);
       break;
-    case OpId::Silu:
+    case op::Silu:
       y = silu(x);
       break;
-    case OpId::Softmax:
+    case op::Softmax:
       y = softmax(x, c.axis);
       break;
-    case OpId::LogSoftmax:
+    case op::LogSoftmax:
       y = log_softmax(x, c.axis);
       break;
-    case OpId::SoftmaxCausal:
+    case op::SoftmaxCausal:
       y = softmax_causal(x);
       break;
-    case OpId::CrossEntropy: {
+    case op::CrossEntropy: {
       const Tensor t = b.input("t", {DType::i32, Shape(shape.begin(), shape.end() - 1)});
       y = cross_entropy(x, t, {.reduction = c.reduction});
       break;
@@ -162,7 +165,7 @@ struct Rows {
 inline Rows rows_of(const Case& c) {
   const Shape& shape = c.inputs.at("x").type.shape;
   Rows rows;
-  if (c.op == OpId::Softmax || c.op == OpId::LogSoftmax) {
+  if (c.op == op::Softmax || c.op == op::LogSoftmax) {
     std::int64_t outer = 1, inner = 1;
     const auto axis = static_cast<std::size_t>(c.axis);
     for (std::size_t a = 0; a < axis; ++a) outer *= shape[a];
@@ -179,7 +182,7 @@ inline Rows rows_of(const Case& c) {
   const std::int64_t len = shape.empty() ? 1 : shape.back();
   const std::int64_t count = len == 0 ? 0 : num_elements(shape) / len;
   for (std::int64_t r = 0; r < count; ++r) {
-    const std::int64_t visible = c.op == OpId::SoftmaxCausal ? r % len + 1 : len;
+    const std::int64_t visible = c.op == op::SoftmaxCausal ? r % len + 1 : len;
     std::vector<std::size_t> row;
     for (std::int64_t a = 0; a < len; ++a) {
       const auto i = static_cast<std::size_t>(r * len + a);
@@ -214,7 +217,7 @@ inline Case make_case(OpId op, Shape shape, SampleRng& rng, std::int64_t axis = 
     for (std::size_t i : rows.masked) x[i] = draw_value(rng);  // must not matter
   }
   c.inputs.at("x").values = x;
-  if (op == OpId::CrossEntropy) {
+  if (op == op::CrossEntropy) {
     constexpr Reduction kReductions[] = {Reduction::none, Reduction::mean, Reduction::sum};
     c.reduction = kReductions[rng.uniform_int(0, 2)];
     std::vector<double> targets;
@@ -234,8 +237,8 @@ inline Case make_case(OpId op, Shape shape, SampleRng& rng, std::int64_t axis = 
   c.forward = build_forward(c, shape);
   static const char* const kReductionNames[] = {"none", "mean", "sum"};
   c.label = std::string(op_name(op)) + " " + shape_to_string(shape);
-  if (op == OpId::Softmax || op == OpId::LogSoftmax) c.label += " axis " + std::to_string(c.axis);
-  if (op == OpId::CrossEntropy) c.label += std::string(" ") + kReductionNames[static_cast<int>(c.reduction)];
+  if (op == op::Softmax || op == op::LogSoftmax) c.label += " axis " + std::to_string(c.axis);
+  if (op == op::CrossEntropy) c.label += std::string(" ") + kReductionNames[static_cast<int>(c.reduction)];
   return c;
 }
 
@@ -248,11 +251,11 @@ inline Case random_case(OpId op, std::uint64_t seed) {
     return rng.coin(0.3) ? std::min(hi, edges[rng.uniform_int(0, 6)]) : rng.uniform_int(1, hi);
   };
   if (is_unary(op)) return make_case(op, {dim(300)}, rng);
-  if (op == OpId::SoftmaxCausal) {
+  if (op == op::SoftmaxCausal) {
     const std::int64_t t = dim(40);
     return make_case(op, {rng.uniform_int(1, 2), t, t}, rng);
   }
-  if (op == OpId::CrossEntropy) return make_case(op, {rng.uniform_int(1, 6), dim(300)}, rng);
+  if (op == op::CrossEntropy) return make_case(op, {rng.uniform_int(1, 6), dim(300)}, rng);
   const std::int64_t rows = rng.uniform_int(1, 6);
   const std::int64_t cols = dim(300);
   const bool along_rows = rng.coin();
@@ -273,12 +276,12 @@ inline std::vector<Case> fixed_cases(OpId op) {
   }
   for (int p = 0; p <= 4; ++p) {
     const auto pattern = static_cast<RowPattern>(p);
-    if (op == OpId::SoftmaxCausal) {
+    if (op == op::SoftmaxCausal) {
       cases.push_back(make_case(op, {2, 40, 40}, rng, -1, &pattern));
     } else {
       cases.push_back(make_case(op, {3, 300}, rng, 1, &pattern));
       cases.push_back(make_case(op, {130, 40}, rng, 1, &pattern));
-      if (op != OpId::CrossEntropy) cases.push_back(make_case(op, {257, 2}, rng, 0, &pattern));
+      if (op != op::CrossEntropy) cases.push_back(make_case(op, {257, 2}, rng, 0, &pattern));
     }
     cases.back().label += " pattern " + std::to_string(p);
   }

@@ -15,6 +15,9 @@
 #include <vector>
 
 #include "support/large_magnitude.h"
+#include "tensorgrad/ir/ops/ids/elementwise_unary.h"
+#include "tensorgrad/ir/ops/ids/losses.h"
+#include "tensorgrad/ir/ops/ids/softmax.h"
 
 namespace tg::testing::large {
 
@@ -91,22 +94,22 @@ inline Allowed forward_allowed(const Case& c, const std::vector<double>& want, d
     for (std::size_t i = 0; i < want.size(); ++i) {
       double rel = 0;
       switch (c.op) {
-        case OpId::Exp:
+        case op::Exp:
           rel = kExp;
           break;
-        case OpId::Sigmoid:
+        case op::Sigmoid:
           rel = kSigmoid;
           break;
-        case OpId::Tanh:
+        case op::Tanh:
           rel = kTanh;
           break;
-        case OpId::Silu:
+        case op::Silu:
           rel = kSigmoid + 1;
           break;  // times x
         // x sigmoid(v): v carries up to 7 roundings (5 operations, 2 rounded constants; x + k x^3
         // adds terms of one sign), 3.5 eps relative, and sigmoid's relative sensitivity to its
         // argument is |v| (1 - sigmoid(v)) <= |v|: the formula's conditioning, not a fault.
-        case OpId::Gelu:
+        case op::Gelu:
           rel = kSigmoid + 2 + 3.5 * std::fabs(static_cast<double>(gelu_v(x[i])));
           break;
         default:
@@ -114,10 +117,10 @@ inline Allowed forward_allowed(const Case& c, const std::vector<double>& want, d
       }
       // A subnormal result is off by its rounding (a step of tiny_unit), and a product x s with s
       // subnormal by s's times |x|.
-      const bool product = c.op == OpId::Silu || c.op == OpId::Gelu;
+      const bool product = c.op == op::Silu || c.op == op::Gelu;
       a.bound[i] = kEps * rel * std::fabs(want[i]) + (product ? 2 + 2 * std::fabs(x[i]) : 2) * tiny_unit;
     }
-  } else if (c.op == OpId::CrossEntropy) {
+  } else if (c.op == op::CrossEntropy) {
     const auto& t = c.inputs.at("t").values;
     const Rows rows = rows_of(c);
     double abs_total = 0;
@@ -140,8 +143,8 @@ inline Allowed forward_allowed(const Case& c, const std::vector<double>& want, d
       const RowStats s = row_stats(x, row);
       for (std::size_t i : row) {
         const long double d = x[i] - s.max;
-        const double b = c.op == OpId::LogSoftmax ? kEps * (2 * std::fabs(want[i]) + log_sum_abs(s.sum, row.size()))
-                                                  : kEps * softmax_rel(d, row.size()) * std::fabs(want[i]);
+        const double b = c.op == op::LogSoftmax ? kEps * (2 * std::fabs(want[i]) + log_sum_abs(s.sum, row.size()))
+                                                : kEps * softmax_rel(d, row.size()) * std::fabs(want[i]);
         a.bound[i] = b + 4 * tiny_unit;
       }
     }
@@ -168,22 +171,22 @@ inline Allowed gradient_allowed(const Case& c, const TensorMap& inputs, const st
       double rel = 0;
       double tiny = 2;  // steps of tiny_unit the products may carry (see forward_allowed)
       switch (c.op) {
-        case OpId::Exp:  // w * exp(x)
+        case op::Exp:  // w * exp(x)
           rel = kExp + 1;
           if (std::isinf(static_cast<float>(std::exp(xi)))) a.overflow_ok[i] = 1;
           break;
         // w * s(x) * s(-x): two sigmoids, two products.
-        case OpId::Sigmoid:
+        case op::Sigmoid:
           rel = 2 * kSigmoid + 2;
           break;
         // w * 4 s(2x) s(-2x) (2x exact): two sigmoids, three products.
-        case OpId::Tanh:
+        case op::Tanh:
           rel = 2 * kSigmoid + 3;
           tiny = 8;
           break;
         // w * s(x) (1 + x s(-x)): the sum cancels near x = -1.28, where silu' = 0; the bound is
         // relative to the terms' size.
-        case OpId::Silu:
+        case op::Silu:
           scale = std::fabs(w[i]) * static_cast<double>(sigmoid_ld(xi) * (1 + std::fabs(xi * sigmoid_ld(-xi))));
           rel = 2 * kSigmoid + 3;
           tiny = 2 + 2 * std::fabs(x[i]);
@@ -191,7 +194,7 @@ inline Allowed gradient_allowed(const Case& c, const TensorMap& inputs, const st
         // w * s(v) (1 + 2x s(-v) v'/2): v's rounding (3.5 eps relative, see forward_allowed) reaches
         // each sigmoid scaled by |v|; v' = 2c(1 + 3k x^2) is 4 roundings; the sum cancels near
         // x = -0.75, where gelu' = 0, so the bound is relative to the terms' size.
-        case OpId::Gelu: {
+        case op::Gelu: {
           const long double v = gelu_v(xi);
           const long double dv = 2 * 0.7978845608028654L * (1 + 3 * 0.044715L * xi * xi);
           const long double inner = std::fabs(xi * sigmoid_ld(-v) * dv);
@@ -208,7 +211,7 @@ inline Allowed gradient_allowed(const Case& c, const TensorMap& inputs, const st
     return a;
   }
   const Rows rows = rows_of(c);
-  if (c.op == OpId::CrossEntropy) {
+  if (c.op == op::CrossEntropy) {
     // grad = (softmax(x) - onehot(t)) * c, c the row's cotangent (w, or w / N for a mean).
     const auto& t = inputs.at("t").values;
     const double n_rows = static_cast<double>(rows.visible.size());
@@ -233,7 +236,7 @@ inline Allowed gradient_allowed(const Case& c, const TensorMap& inputs, const st
   for (const auto& row : rows.visible) {
     const RowStats s = row_stats(x, row);
     const double n_budget = sum_budget(row.size());
-    if (c.op == OpId::LogSoftmax) {
+    if (c.op == op::LogSoftmax) {
       // grad = w - exp(y) sum(w): exp(y) carries y's absolute bound as a relative one, the sum of w
       // the reduction class; the difference cancels where exp(y) sum(w) ~ w.
       double w_sum = 0, w_abs = 0;

@@ -10,6 +10,7 @@
 #include <limits>
 #include <string>
 
+#include "tensorgrad/ir/ops/ids/elementwise_unary.h"
 #include "tensorgrad/tensorgrad.h"
 
 namespace {
@@ -302,7 +303,7 @@ TEST(SizeLimits, GraphAddNodeRefusesAResultPastTheBound) {
   tg::Graph g("g");
   const tg::ValueId x = g.add_input("x", tg::InputKind::data, f32({2}));
   try {
-    (void)g.add_node(tg::OpId::Neg, {x}, {}, f32({kBig, kBig}), tg::SourceLoc{"model.cpp", 7, 1});
+    (void)g.add_node(tg::op::Neg, {x}, {}, f32({kBig, kBig}), tg::SourceLoc{"model.cpp", 7, 1});
     ADD_FAILURE() << "added";
   } catch (const tg::ShapeError& e) {
     EXPECT_EQ(e.op(), "neg");

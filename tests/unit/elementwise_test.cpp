@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "interp/kernels/broadcast_indexer.h"
+#include "tensorgrad/ir/ops/ids/elementwise_binary.h"
+#include "tensorgrad/ir/ops/ids/elementwise_unary.h"
 #include "tensorgrad/tensorgrad.h"
 
 namespace {
@@ -17,6 +19,7 @@ using tg::ComputeType;
 using tg::DType;
 using tg::HostTensor;
 using tg::OpId;
+namespace op = tg::op;
 using tg::Tensor;
 
 constexpr ComputeType kBothComputeTypes[] = {ComputeType::f64, ComputeType::f32};
@@ -344,19 +347,18 @@ struct DefExpectation {
 std::vector<DefExpectation> def_expectations() {
   using TC = tg::ToleranceClass;
   std::vector<DefExpectation> out;
-  for (OpId id : {OpId::Add, OpId::Sub, OpId::Mul, OpId::Div, OpId::Minimum, OpId::Maximum}) {
+  for (OpId id : {op::Add, op::Sub, op::Mul, op::Div, op::Minimum, op::Maximum}) {
     out.push_back({id, 2, TC::elementwise, true});
   }
-  for (OpId id : {OpId::Less, OpId::Greater, OpId::Equal}) out.push_back({id, 2, TC::exact, false});
-  out.push_back({OpId::Where, 3, TC::elementwise, true});
-  for (OpId id : {OpId::Neg, OpId::Abs, OpId::Square, OpId::Relu, OpId::Clamp}) {
+  for (OpId id : {op::Less, op::Greater, op::Equal}) out.push_back({id, 2, TC::exact, false});
+  out.push_back({op::Where, 3, TC::elementwise, true});
+  for (OpId id : {op::Neg, op::Abs, op::Square, op::Relu, op::Clamp}) {
     out.push_back({id, 1, TC::elementwise, true});
   }
-  for (OpId id : {OpId::Sqrt, OpId::Rsqrt, OpId::Exp, OpId::Log, OpId::Sin, OpId::Cos, OpId::Tanh, OpId::Sigmoid,
-                  OpId::Gelu, OpId::Silu}) {
+  for (OpId id : {op::Sqrt, op::Rsqrt, op::Exp, op::Log, op::Sin, op::Cos, op::Tanh, op::Sigmoid, op::Gelu, op::Silu}) {
     out.push_back({id, 1, TC::transcendental, true});
   }
-  out.push_back({OpId::StopGradient, 1, TC::exact, false});
+  out.push_back({op::StopGradient, 1, TC::exact, false});
   return out;
 }
 
@@ -384,12 +386,12 @@ TEST(ElementwiseDefs, EveryPartIsPresentAndSamplesAreValid) {
       EXPECT_LE(out.size(), 512);
     }
     // Given a first input type, the sample uses it exactly or declines.
-    const tg::TensorType first = expect.id == OpId::Where ? tg::TensorType{DType::boolean, {2, 3}} : f23;
+    const tg::TensorType first = expect.id == op::Where ? tg::TensorType{DType::boolean, {2, 3}} : f23;
     const auto given = def.samples(rng, first);
     ASSERT_TRUE(given.has_value());
     EXPECT_EQ(given->inputs[0], first);
     const tg::TensorType ints{DType::i32, {4}};
-    EXPECT_EQ(def.samples(rng, ints).has_value(), expect.id == OpId::StopGradient);
+    EXPECT_EQ(def.samples(rng, ints).has_value(), expect.id == op::StopGradient);
   }
 }
 
@@ -463,7 +465,7 @@ TEST(ElementwiseGrads, GradRulesMatchFiniteDifferences) {
   for (const auto& expect : def_expectations()) {
     if (!expect.differentiable) continue;
     const tg::OpDef& def = tg::op_def(expect.id);
-    const tg::TensorType first{expect.id == OpId::Where ? DType::boolean : DType::f32, {2, 3}};
+    const tg::TensorType first{expect.id == op::Where ? DType::boolean : DType::f32, {2, 3}};
     for (int trial = 0; trial < 4; ++trial) {
       SCOPED_TRACE(std::string(def.name) + " trial " + std::to_string(trial));
       const auto sample = trial == 0 ? def.samples(rng, first) : def.samples(rng, std::nullopt);
@@ -480,7 +482,7 @@ TEST(ElementwiseGrads, MinimumGivesTiesToInputZero) {
   const Tensor c = b.input("c", {DType::f32, {3}});
   const Tensor y = tg::minimum(a, c);
   const Tensor g = b.input("g", {DType::f32, {3}});
-  const auto grads = tg::op_def(OpId::Minimum).grad(tg::GradArgs{std::vector<Tensor>{a, c}, y, g, tg::Attrs{}});
+  const auto grads = tg::op_def(op::Minimum).grad(tg::GradArgs{std::vector<Tensor>{a, c}, y, g, tg::Attrs{}});
   b.output("da", *grads[0]);
   b.output("dc", *grads[1]);
   const auto out = tg::interpret(b.take(), {{"a", HostTensor::f32({3}, {1, 2, 3})},

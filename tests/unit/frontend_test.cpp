@@ -6,12 +6,16 @@
 #include <functional>
 #include <string>
 
+#include "tensorgrad/ir/ops/ids/creation.h"
+#include "tensorgrad/ir/ops/ids/elementwise_binary.h"
+#include "tensorgrad/ir/ops/ids/elementwise_unary.h"
 #include "tensorgrad/tensorgrad.h"
 
 namespace {
 
 using tg::DType;
 using tg::OpId;
+namespace op = tg::op;
 
 // Runs `trace`, which must throw a ShapeError, and returns it.
 tg::ShapeError shape_error_from(const std::function<void()>& trace) {
@@ -75,7 +79,7 @@ TEST(FrontendOperators, BuildTheRightOpsWithTheirCallSites) {
 
   const int add_line = __LINE__ + 1;  // the next line
   auto sum = a + c;
-  EXPECT_EQ(producer(sum).op, OpId::Add);
+  EXPECT_EQ(producer(sum).op, op::Add);
   EXPECT_EQ(producer(sum).loc.line, static_cast<std::uint32_t>(add_line));
   EXPECT_TRUE(contains(producer(sum).loc.file, "frontend_test.cpp"));
   EXPECT_EQ(sum.shape(), (tg::Shape{2, 3}));
@@ -83,12 +87,12 @@ TEST(FrontendOperators, BuildTheRightOpsWithTheirCallSites) {
   const int mul_line = __LINE__ + 1;  // the next line
   auto doubled = a * 2.f;
   const tg::Node& mul = producer(doubled);
-  EXPECT_EQ(mul.op, OpId::Mul);
+  EXPECT_EQ(mul.op, op::Mul);
   EXPECT_EQ(mul.loc.line, static_cast<std::uint32_t>(mul_line));
   EXPECT_EQ(mul.inputs.at(0), a.id());
   // The scalar became a 0-d f32 full node at the same call site.
   const tg::Node& two = b.graph().node(b.graph().value(mul.inputs.at(1)).producer);
-  EXPECT_EQ(two.op, OpId::Full);
+  EXPECT_EQ(two.op, op::Full);
   EXPECT_EQ(two.attrs.real("value"), 2.0);
   EXPECT_EQ(b.graph().type(two.output), (tg::TensorType{DType::f32, {}}));
   EXPECT_EQ(two.loc.line, static_cast<std::uint32_t>(mul_line));
@@ -96,19 +100,19 @@ TEST(FrontendOperators, BuildTheRightOpsWithTheirCallSites) {
   const int sub_line = __LINE__ + 1;  // the next line
   auto rsub = 2.f - a;
   const tg::Node& sub = producer(rsub);
-  EXPECT_EQ(sub.op, OpId::Sub);
+  EXPECT_EQ(sub.op, op::Sub);
   EXPECT_EQ(sub.loc.line, static_cast<std::uint32_t>(sub_line));
-  EXPECT_EQ(b.graph().node(b.graph().value(sub.inputs.at(0)).producer).op, OpId::Full);
+  EXPECT_EQ(b.graph().node(b.graph().value(sub.inputs.at(0)).producer).op, op::Full);
   EXPECT_EQ(sub.inputs.at(1), a.id());
 
   const int neg_line = __LINE__ + 1;  // the next line
   auto negated = -a;
-  EXPECT_EQ(producer(negated).op, OpId::Neg);
+  EXPECT_EQ(producer(negated).op, op::Neg);
   EXPECT_EQ(producer(negated).loc.line, static_cast<std::uint32_t>(neg_line));
 
   const int div_line = __LINE__ + 1;  // the next line
   auto halved = a / 2;
-  EXPECT_EQ(producer(halved).op, OpId::Div);
+  EXPECT_EQ(producer(halved).op, op::Div);
   EXPECT_EQ(producer(halved).loc.line, static_cast<std::uint32_t>(div_line));
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "tensorgrad/ir/ops/ids/elementwise_unary.h"
 #include "tensorgrad/tensorgrad.h"
 
 namespace {
@@ -63,7 +64,7 @@ void expect_wide_structure(const tg::Graph& g) {
     } else {
       const tg::NodeId producer = g.value(*out).producer;
       ASSERT_NE(producer, tg::kNoNode) << output_name(i);
-      EXPECT_EQ(g.node(producer).op, tg::OpId::Neg);
+      EXPECT_EQ(g.node(producer).op, tg::op::Neg);
       EXPECT_EQ(g.node(producer).inputs.at(0), *in) << output_name(i);
       EXPECT_EQ(g.input_of_value(*out), nullptr);
     }

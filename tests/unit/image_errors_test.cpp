@@ -6,12 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "tensorgrad/ir/ops/ids/image.h"
 #include "tensorgrad/tensorgrad.h"
 
 namespace {
 
 using tg::DType;
 using tg::OpId;
+namespace op = tg::op;
 using tg::Shape;
 using tg::Tensor;
 
@@ -115,17 +117,16 @@ TEST(NearestUpsample2d, RefusesBadFactorAndRank) {
 // ---- registry entries ----
 
 TEST(ImageOps, EveryOpDefHasItsParts) {
-  const OpId ops[] = {OpId::Conv2d, OpId::Conv2dInputGrad, OpId::Conv2dWeightGrad, OpId::MaxPool2d,
-                      OpId::MaxPool2dGrad};
+  const OpId ops[] = {op::Conv2d, op::Conv2dInputGrad, op::Conv2dWeightGrad, op::MaxPool2d, op::MaxPool2dGrad};
   for (OpId id : ops) {
     const tg::OpDef& def = tg::op_def(id);
     SCOPED_TRACE(std::string(def.name));
     EXPECT_EQ(def.name, tg::op_name(id));
     EXPECT_NE(def.shape, nullptr);
     EXPECT_NE(def.samples, nullptr);
-    EXPECT_EQ(def.differentiable, id != OpId::MaxPool2dGrad);
+    EXPECT_EQ(def.differentiable, id != op::MaxPool2dGrad);
     EXPECT_EQ(def.grad != nullptr, def.differentiable);
-    EXPECT_EQ(def.arity, id == OpId::MaxPool2d ? 1 : 2);
+    EXPECT_EQ(def.arity, id == op::MaxPool2d ? 1 : 2);
     // Every sample passes its own shape rule, and stays small.
     for (std::uint64_t s = 0; s < 50; ++s) {
       tg::SampleRng rng(s);
@@ -135,18 +136,18 @@ TEST(ImageOps, EveryOpDefHasItsParts) {
       for (const auto& t : sample->inputs) EXPECT_LE(t.size(), 512);
     }
   }
-  EXPECT_EQ(tg::op_def(OpId::MaxPool2d).tolerance, tg::ToleranceClass::exact);
+  EXPECT_EQ(tg::op_def(op::MaxPool2d).tolerance, tg::ToleranceClass::exact);
   const tg::TensorType conv_inputs[] = {f32({2, 3, 8, 8}), f32({4, 3, 3, 2})};
   const tg::Attrs conv_attrs{{"padding", std::int64_t{1}}, {"stride", std::int64_t{1}}};
-  EXPECT_EQ(tg::op_def(OpId::Conv2d).tolerance, tg::ToleranceClass::matmul);
-  EXPECT_EQ(tg::op_def(OpId::Conv2d).reduction_length(conv_attrs, std::span<const tg::TensorType>(conv_inputs)),
+  EXPECT_EQ(tg::op_def(op::Conv2d).tolerance, tg::ToleranceClass::matmul);
+  EXPECT_EQ(tg::op_def(op::Conv2d).reduction_length(conv_attrs, std::span<const tg::TensorType>(conv_inputs)),
             3 * 3 * 2);
 }
 
 TEST(ImageOps, SamplesFitAGivenFirstInput) {
   // conv2d_input_grad's first input is grad_output: the sample must pick an image size that gives it.
   for (std::uint64_t s = 0; s < 50; ++s) {
-    for (OpId id : {OpId::Conv2d, OpId::Conv2dInputGrad, OpId::Conv2dWeightGrad, OpId::MaxPool2d}) {
+    for (OpId id : {op::Conv2d, op::Conv2dInputGrad, op::Conv2dWeightGrad, op::MaxPool2d}) {
       tg::SampleRng rng(s);
       const tg::TensorType first = f32({2, 3, 4 + static_cast<std::int64_t>(s % 3), 5});
       const auto sample = tg::op_def(id).samples(rng, first);
@@ -156,7 +157,7 @@ TEST(ImageOps, SamplesFitAGivenFirstInput) {
     }
   }
   tg::SampleRng rng(1);
-  EXPECT_FALSE(tg::op_def(OpId::Conv2d).samples(rng, f32({2, 3, 4})).has_value());
+  EXPECT_FALSE(tg::op_def(op::Conv2d).samples(rng, f32({2, 3, 4})).has_value());
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // where_causal against loops written here, in both compute types; out-of-range index values (a
 // RuntimeError naming the op and the value); shape errors; gradients through tg::differentiate
 // against loops and finite differences; thread-count independence; and the OpDef parts.
+#include "tensorgrad/ir/ops/ids/indexing.h"
+
 #include <gtest/gtest.h>
 #include <tbb/global_control.h>
 
@@ -19,6 +21,7 @@ using tg::ComputeType;
 using tg::DType;
 using tg::HostTensor;
 using tg::OpId;
+namespace op = tg::op;
 using tg::Shape;
 using tg::Tensor;
 using tg::TensorType;
@@ -411,8 +414,8 @@ TEST(Causal, RefusesNonSquareInput) {
 
 // ---- registry entries ----
 
-constexpr OpId kIndexingOps[] = {OpId::OneHot,     OpId::Embedding,     OpId::TakeAlongAxis,
-                                 OpId::ScatterAdd, OpId::SoftmaxCausal, OpId::WhereCausal};
+constexpr OpId kIndexingOps[] = {op::OneHot,     op::Embedding,     op::TakeAlongAxis,
+                                 op::ScatterAdd, op::SoftmaxCausal, op::WhereCausal};
 
 TEST(IndexingOpDefs, CompleteAndSamplesValid) {
   for (OpId op : kIndexingOps) {
@@ -421,8 +424,8 @@ TEST(IndexingOpDefs, CompleteAndSamplesValid) {
     EXPECT_EQ(def.name, tg::op_name(op));
     EXPECT_NE(def.shape, nullptr);
     EXPECT_NE(def.samples, nullptr);
-    EXPECT_EQ(def.differentiable, op != OpId::OneHot);
-    EXPECT_EQ(def.grad != nullptr, op != OpId::OneHot);
+    EXPECT_EQ(def.differentiable, op != op::OneHot);
+    EXPECT_EQ(def.grad != nullptr, op != op::OneHot);
     EXPECT_TRUE(tg::interp_has_kernel(op));
     tg::SampleRng rng(17);
     for (int i = 0; i < 200; ++i) {
@@ -446,10 +449,10 @@ TEST(IndexingOpDefs, CompleteAndSamplesValid) {
       EXPECT_EQ(again->inputs[0], sample->inputs[0]);
     }
   }
-  EXPECT_EQ(tg::op_def(OpId::SoftmaxCausal).tolerance, tg::ToleranceClass::reduction);
-  EXPECT_EQ(tg::op_def(OpId::WhereCausal).tolerance, tg::ToleranceClass::exact);
+  EXPECT_EQ(tg::op_def(op::SoftmaxCausal).tolerance, tg::ToleranceClass::reduction);
+  EXPECT_EQ(tg::op_def(op::WhereCausal).tolerance, tg::ToleranceClass::exact);
   const TensorType square{DType::f32, {2, 7, 7}};
-  EXPECT_EQ(tg::op_def(OpId::SoftmaxCausal).reduction_length({}, {&square, 1}), 7);
+  EXPECT_EQ(tg::op_def(op::SoftmaxCausal).reduction_length({}, {&square, 1}), 7);
 }
 
 // Every grad rule on its own samples: autodiff of sum(w * op(x...)) against central differences.

@@ -1,6 +1,8 @@
 // Layout and creation ops: forward values against loops written here, in both compute types and for
 // every dtype the layout ops accept; the front-end's -1 and negative-axis handling; shape errors;
 // and the registry entries (samples valid, grad rules well-typed).
+#include "tensorgrad/ir/ops/ids/layout.h"
+
 #include <gtest/gtest.h>
 #include <tbb/global_control.h>
 
@@ -8,6 +10,7 @@
 #include <functional>
 #include <numeric>
 
+#include "tensorgrad/ir/ops/ids/creation.h"
 #include "tensorgrad/tensorgrad.h"
 
 namespace {
@@ -310,9 +313,9 @@ TEST(Creation, RefusesValuesTheDtypeCannotHold) {
   EXPECT_EQ(tg::full({2}, 1, DType::boolean).dtype(), DType::boolean);
 }
 
-constexpr tg::OpId kFamilyOps[] = {tg::OpId::Reshape,     tg::OpId::Permute,    tg::OpId::SwapAxes,
-                                   tg::OpId::BroadcastTo, tg::OpId::SumToShape, tg::OpId::Full,
-                                   tg::OpId::Zeros,       tg::OpId::Ones,       tg::OpId::Arange};
+constexpr tg::OpId kFamilyOps[] = {tg::op::Reshape,     tg::op::Permute,    tg::op::SwapAxes,
+                                   tg::op::BroadcastTo, tg::op::SumToShape, tg::op::Full,
+                                   tg::op::Zeros,       tg::op::Ones,       tg::op::Arange};
 
 TEST(LayoutAndCreationRegistry, EveryPartIsPresent) {
   for (tg::OpId id : kFamilyOps) {
@@ -325,7 +328,7 @@ TEST(LayoutAndCreationRegistry, EveryPartIsPresent) {
     EXPECT_TRUE(tg::interp_has_kernel(id));
     const bool creation = def.arity == 0;
     EXPECT_EQ(def.differentiable, !creation);
-    EXPECT_EQ(def.tolerance, id == tg::OpId::SumToShape ? tg::ToleranceClass::reduction : tg::ToleranceClass::exact);
+    EXPECT_EQ(def.tolerance, id == tg::op::SumToShape ? tg::ToleranceClass::reduction : tg::ToleranceClass::exact);
   }
 }
 
@@ -376,7 +379,7 @@ TEST(LayoutAndCreationRegistry, SamplesAreValidAndGradRulesTyped) {
           EXPECT_EQ(from_first->inputs.at(0), i32_first);
           EXPECT_NO_THROW((void)tg::infer_type(id, from_first->attrs, from_first->inputs));
         } else {
-          EXPECT_EQ(id, tg::OpId::SumToShape);  // f32 only
+          EXPECT_EQ(id, tg::op::SumToShape);  // f32 only
         }
       } else {
         tg::SampleRng again(seed);

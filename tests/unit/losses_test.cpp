@@ -2,6 +2,8 @@
 // both compute types; numerical stability on large logits; out-of-range targets (a RuntimeError
 // naming the op and the value); shape and reduction errors; gradients (first and second order)
 // through tg::differentiate against closed forms and finite differences; and the OpDef parts.
+#include "tensorgrad/ir/ops/ids/losses.h"
+
 #include <gtest/gtest.h>
 #include <tbb/global_control.h>
 
@@ -19,6 +21,7 @@ using tg::ComputeType;
 using tg::DType;
 using tg::HostTensor;
 using tg::OpId;
+namespace op = tg::op;
 using tg::Reduction;
 using tg::Tensor;
 using tg::TensorType;
@@ -194,7 +197,7 @@ TEST(Losses, RefuseBadShapesAndReductions) {
   const Tensor inputs[] = {x, t};
   expect_shape_error(
       [&] {
-        (void)b.emit(OpId::CrossEntropy, inputs, tg::Attrs{{"reduction", std::string("avg")}}, tg::SourceLoc{});
+        (void)b.emit(op::CrossEntropy, inputs, tg::Attrs{{"reduction", std::string("avg")}}, tg::SourceLoc{});
       },
       "cross_entropy", "got \"avg\"");
   // The front-end writes the string attribute; mean is the default.
@@ -296,7 +299,7 @@ TEST(Losses, SameBitsForAnyThreadCount) {
 }
 
 TEST(LossesOpDefs, CompleteAndSamplesValid) {
-  for (OpId op : {OpId::NllLoss, OpId::CrossEntropy}) {
+  for (OpId op : {op::NllLoss, op::CrossEntropy}) {
     const tg::OpDef& def = tg::op_def(op);
     SCOPED_TRACE(std::string(def.name));
     EXPECT_EQ(def.name, tg::op_name(op));
@@ -337,10 +340,10 @@ TEST(LossesOpDefs, CompleteAndSamplesValid) {
   const auto length = [&](OpId op, const char* r) {
     return tg::op_def(op).reduction_length(tg::Attrs{{"reduction", std::string(r)}}, std::span<const TensorType>(both));
   };
-  EXPECT_EQ(length(OpId::NllLoss, "none"), 1);
-  EXPECT_EQ(length(OpId::NllLoss, "sum"), 6);
-  EXPECT_EQ(length(OpId::CrossEntropy, "none"), 5);
-  EXPECT_EQ(length(OpId::CrossEntropy, "mean"), 30);
+  EXPECT_EQ(length(op::NllLoss, "none"), 1);
+  EXPECT_EQ(length(op::NllLoss, "sum"), 6);
+  EXPECT_EQ(length(op::CrossEntropy, "none"), 5);
+  EXPECT_EQ(length(op::CrossEntropy, "mean"), 30);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // lhs dims, batched), sizes that are not multiples of the kernel's tiles, the promise that f32
 // results equal the plain in-order loop bit for bit whatever the thread count, shape errors and
 // the OpDef parts.
+#include "tensorgrad/ir/ops/ids/matmul.h"
+
 #include <gtest/gtest.h>
 #include <tbb/global_control.h>
 
@@ -18,6 +20,7 @@ using tg::ComputeType;
 using tg::DType;
 using tg::HostTensor;
 using tg::OpId;
+namespace op = tg::op;
 using tg::Shape;
 using tg::Tensor;
 
@@ -156,7 +159,7 @@ TEST(Matmul, ShapeErrorsNameTheMismatch) {
 }
 
 TEST(MatmulOpDef, CompleteAndSamplesValid) {
-  const tg::OpDef& def = tg::op_def(OpId::Matmul);
+  const tg::OpDef& def = tg::op_def(op::Matmul);
   EXPECT_EQ(def.name, "matmul");
   EXPECT_EQ(def.arity, 2);
   EXPECT_TRUE(def.attrs.empty());
@@ -177,12 +180,12 @@ TEST(MatmulOpDef, CompleteAndSamplesValid) {
     ASSERT_EQ(sample->inputs.size(), 2u);
     ASSERT_EQ(sample->domains.size(), 2u);
     for (const auto& t : sample->inputs) EXPECT_LE(t.size(), 512);
-    EXPECT_NO_THROW(tg::infer_type(OpId::Matmul, sample->attrs, sample->inputs));
+    EXPECT_NO_THROW(tg::infer_type(op::Matmul, sample->attrs, sample->inputs));
     batched += sample->inputs[1].rank() > 2;
     const auto again = def.samples(rng, sample->inputs[0]);
     ASSERT_TRUE(again.has_value());
     EXPECT_EQ(again->inputs[0], sample->inputs[0]);
-    EXPECT_NO_THROW(tg::infer_type(OpId::Matmul, again->attrs, again->inputs));
+    EXPECT_NO_THROW(tg::infer_type(op::Matmul, again->attrs, again->inputs));
   }
   EXPECT_GT(batched, 0);
   EXPECT_FALSE(def.samples(rng, tg::TensorType{DType::f32, {3}}).has_value());
@@ -196,7 +199,7 @@ void check_grad_against_differences(const tg::OpSample& sample, tg::SampleRng& r
   const Tensor inputs[] = {builder.input("a", sample.inputs[0]), builder.input("b", sample.inputs[1])};
   const Tensor y = tg::matmul(inputs[0], inputs[1]);
   const Tensor g = builder.input("g", y.type());
-  const auto grads = tg::op_def(OpId::Matmul).grad(tg::GradArgs{inputs, y, g, sample.attrs});
+  const auto grads = tg::op_def(op::Matmul).grad(tg::GradArgs{inputs, y, g, sample.attrs});
   ASSERT_EQ(grads.size(), 2u);
   ASSERT_TRUE(grads[0] && grads[1]);
   ASSERT_EQ(grads[0]->type(), sample.inputs[0]);
@@ -238,7 +241,7 @@ void check_grad_against_differences(const tg::OpSample& sample, tg::SampleRng& r
 TEST(MatmulGrad, MatchesFiniteDifferences) {
   tg::SampleRng rng(11);
   for (int trial = 0; trial < 12; ++trial) {
-    const auto sample = tg::op_def(OpId::Matmul).samples(rng, std::nullopt);
+    const auto sample = tg::op_def(op::Matmul).samples(rng, std::nullopt);
     ASSERT_TRUE(sample.has_value());
     SCOPED_TRACE(sample->inputs[0].to_string() + " x " + sample->inputs[1].to_string());
     check_grad_against_differences(*sample, rng);

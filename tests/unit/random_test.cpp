@@ -2,6 +2,8 @@
 // values against Box-Muller and the keep rule evaluated here, their statistics, thread-count and
 // compute-type independence, the front-end (step seed input, fresh salts, p == 0), dropout's
 // gradient (the same mask), bad input, and the OpDef parts.
+#include "tensorgrad/ir/ops/ids/random.h"
+
 #include <gtest/gtest.h>
 #include <tbb/global_control.h>
 
@@ -20,6 +22,7 @@ using tg::ComputeType;
 using tg::DType;
 using tg::HostTensor;
 using tg::OpId;
+namespace op = tg::op;
 using tg::Shape;
 using tg::Tensor;
 namespace philox = tg::philox;
@@ -59,14 +62,14 @@ tg::Graph randn_graph(Shape shape, std::int64_t salt) {
   tg::GraphBuilder b("g");
   const Tensor seed = b.input("seed", kSeedType);
   const Tensor inputs[] = {seed};
-  b.output("y", b.emit(OpId::Randn, inputs, tg::Attrs{{"shape", std::move(shape)}, {"salt", salt}}, {}));
+  b.output("y", b.emit(op::Randn, inputs, tg::Attrs{{"shape", std::move(shape)}, {"salt", salt}}, {}));
   return b.take();
 }
 
 tg::Graph dropout_graph(Shape shape, double p, std::int64_t salt) {
   tg::GraphBuilder b("g");
   const Tensor inputs[] = {b.input("x", {DType::f32, std::move(shape)}), b.input("seed", kSeedType)};
-  b.output("y", b.emit(OpId::Dropout, inputs, tg::Attrs{{"p", p}, {"salt", salt}}, {}));
+  b.output("y", b.emit(op::Dropout, inputs, tg::Attrs{{"p", p}, {"salt", salt}}, {}));
   return b.take();
 }
 
@@ -179,7 +182,7 @@ TEST(Randn, BadInputIsAShapeErrorNamingTheOp) {
       [] {
         tg::GraphBuilder b("g");
         const Tensor seed[] = {b.input("seed", {DType::f32, {}})};
-        b.emit(OpId::Randn, seed, tg::Attrs{{"shape", Shape{2}}, {"salt", std::int64_t{0}}}, {});
+        b.emit(op::Randn, seed, tg::Attrs{{"shape", Shape{2}}, {"salt", std::int64_t{0}}}, {});
       },
       "randn", "the seed must be a 0-d i32 tensor, got f32[]");
 }
@@ -247,7 +250,7 @@ TEST(Dropout, GradientAppliesTheSameMaskAndScaleToTheCotangent) {
   const tg::Graph grad = tg::differentiate(forward, {.loss = "loss", .wrt = {"x"}});
   int dropout_nodes = 0;
   for (const tg::Node& node : grad.nodes()) {
-    if (node.op != OpId::Dropout) continue;
+    if (node.op != op::Dropout) continue;
     ++dropout_nodes;
     EXPECT_EQ(node.attrs, forward.nodes()[0].attrs);
     EXPECT_EQ(node.inputs[1], *grad.find_input(tg::kStepSeedInput));
@@ -316,20 +319,20 @@ TEST(Dropout, ShapeRuleRefusesWhatTheParserCouldFeedIt) {
       [] {
         tg::GraphBuilder b("g");
         const Tensor inputs[] = {b.input("x", {DType::f32, {2}}), b.input("seed", {DType::i32, {1}})};
-        b.emit(OpId::Dropout, inputs, tg::Attrs{{"p", 0.5}, {"salt", std::int64_t{0}}}, {});
+        b.emit(op::Dropout, inputs, tg::Attrs{{"p", 0.5}, {"salt", std::int64_t{0}}}, {});
       },
       "dropout", "the seed must be a 0-d i32 tensor, got i32[1]");
   expect_shape_error(
       [] {
         tg::GraphBuilder b("g");
         const Tensor inputs[] = {b.input("x", {DType::i32, {2}}), b.input("seed", kSeedType)};
-        b.emit(OpId::Dropout, inputs, tg::Attrs{{"p", 0.5}, {"salt", std::int64_t{0}}}, {});
+        b.emit(op::Dropout, inputs, tg::Attrs{{"p", 0.5}, {"salt", std::int64_t{0}}}, {});
       },
       "dropout", "input 0 must be f32");
 }
 
 TEST(RandomOps, DefinitionsHaveEveryPart) {
-  for (OpId op : {OpId::Randn, OpId::Dropout}) {
+  for (OpId op : {op::Randn, op::Dropout}) {
     const tg::OpDef& def = tg::op_def(op);
     SCOPED_TRACE(std::string(def.name));
     EXPECT_NE(def.shape, nullptr);
@@ -337,22 +340,22 @@ TEST(RandomOps, DefinitionsHaveEveryPart) {
     EXPECT_TRUE(tg::interp_has_kernel(op));
     EXPECT_TRUE(def.attrs.size() == 2);
   }
-  EXPECT_FALSE(tg::op_def(OpId::Randn).differentiable);
-  EXPECT_EQ(tg::op_def(OpId::Randn).tolerance, tg::ToleranceClass::transcendental);
-  EXPECT_TRUE(tg::op_def(OpId::Dropout).differentiable);
-  EXPECT_NE(tg::op_def(OpId::Dropout).grad, nullptr);
-  EXPECT_EQ(tg::op_def(OpId::Dropout).tolerance, tg::ToleranceClass::elementwise);
+  EXPECT_FALSE(tg::op_def(op::Randn).differentiable);
+  EXPECT_EQ(tg::op_def(op::Randn).tolerance, tg::ToleranceClass::transcendental);
+  EXPECT_TRUE(tg::op_def(op::Dropout).differentiable);
+  EXPECT_NE(tg::op_def(op::Dropout).grad, nullptr);
+  EXPECT_EQ(tg::op_def(op::Dropout).tolerance, tg::ToleranceClass::elementwise);
   // Samples draw valid attributes for the rule, with or without a given first input.
   tg::SampleRng rng(1);
   for (int i = 0; i < 50; ++i) {
-    for (OpId op : {OpId::Randn, OpId::Dropout}) {
+    for (OpId op : {op::Randn, op::Dropout}) {
       const auto sample = tg::op_def(op).samples(rng, std::nullopt);
       ASSERT_TRUE(sample.has_value());
       EXPECT_NO_THROW(tg::infer_type(op, sample->attrs, sample->inputs));
     }
   }
-  EXPECT_FALSE(tg::op_def(OpId::Dropout).samples(rng, tg::TensorType{DType::i32, {2}}).has_value());
-  const auto given = tg::op_def(OpId::Dropout).samples(rng, tg::TensorType{DType::f32, {2, 3}});
+  EXPECT_FALSE(tg::op_def(op::Dropout).samples(rng, tg::TensorType{DType::i32, {2}}).has_value());
+  const auto given = tg::op_def(op::Dropout).samples(rng, tg::TensorType{DType::f32, {2, 3}});
   ASSERT_TRUE(given.has_value());
   EXPECT_EQ(given->inputs[0], (tg::TensorType{DType::f32, {2, 3}}));
 }

@@ -1,6 +1,8 @@
 // The reduction and softmax families: forward values in both compute types against plain loops
 // written here (sum/mean/max/min over axis sets, argmax/argmin, softmax/log_softmax), the large
 // blocked paths, thread-count independence, shape and dtype errors, and the OpDef parts.
+#include "tensorgrad/ir/ops/ids/reduce.h"
+
 #include <gtest/gtest.h>
 #include <tbb/global_control.h>
 
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorgrad/ir/ops/ids/softmax.h"
 #include "tensorgrad/tensorgrad.h"
 
 namespace {
@@ -20,6 +23,7 @@ using tg::ComputeType;
 using tg::DType;
 using tg::HostTensor;
 using tg::OpId;
+namespace op = tg::op;
 using tg::Shape;
 using tg::Tensor;
 
@@ -231,14 +235,14 @@ TEST(Reduce, ShapeRulesValidateRawAttributes) {
     }
     return "";
   };
-  EXPECT_NE(rule_of(OpId::Sum, {{"axes", std::vector<std::int64_t>{-1}}, {"keep_dims", false}}).find("out of range"),
+  EXPECT_NE(rule_of(op::Sum, {{"axes", std::vector<std::int64_t>{-1}}, {"keep_dims", false}}).find("out of range"),
             std::string::npos);
-  EXPECT_NE(rule_of(OpId::Max, {{"axes", std::vector<std::int64_t>{1, 0}}, {"keep_dims", false}}).find("sorted"),
+  EXPECT_NE(rule_of(op::Max, {{"axes", std::vector<std::int64_t>{1, 0}}, {"keep_dims", false}}).find("sorted"),
             std::string::npos);
-  EXPECT_NE(rule_of(OpId::Argmax, {{"axis", std::int64_t{2}}, {"keep_dims", false}}).find("out of range"),
+  EXPECT_NE(rule_of(op::Argmax, {{"axis", std::int64_t{2}}, {"keep_dims", false}}).find("out of range"),
             std::string::npos);
-  EXPECT_NE(rule_of(OpId::Softmax, {{"axis", std::int64_t{-1}}}).find("out of range"), std::string::npos);
-  EXPECT_EQ(tg::infer_type(OpId::Mean, {{"axes", std::vector<std::int64_t>{}}, {"keep_dims", false}}, {&x, 1}), x);
+  EXPECT_NE(rule_of(op::Softmax, {{"axis", std::int64_t{-1}}}).find("out of range"), std::string::npos);
+  EXPECT_EQ(tg::infer_type(op::Mean, {{"axes", std::vector<std::int64_t>{}}, {"keep_dims", false}}, {&x, 1}), x);
 }
 
 // Index of the extremum along `axis` by plain loops; the first index wins on ties.
@@ -369,8 +373,7 @@ TEST(Softmax, RowsSumToOne) {
 
 // Every op of the two families carries all its OpDef parts, and its samples pass its shape rule.
 TEST(ReduceOpDefs, CompleteAndSamplesValid) {
-  for (OpId op :
-       {OpId::Sum, OpId::Mean, OpId::Max, OpId::Min, OpId::Argmax, OpId::Argmin, OpId::Softmax, OpId::LogSoftmax}) {
+  for (OpId op : {op::Sum, op::Mean, op::Max, op::Min, op::Argmax, op::Argmin, op::Softmax, op::LogSoftmax}) {
     const tg::OpDef& def = tg::op_def(op);
     SCOPED_TRACE(std::string(def.name));
     EXPECT_EQ(def.name, tg::op_name(op));
@@ -378,10 +381,10 @@ TEST(ReduceOpDefs, CompleteAndSamplesValid) {
     EXPECT_FALSE(def.attrs.empty());
     EXPECT_NE(def.shape, nullptr);
     EXPECT_NE(def.samples, nullptr);
-    const bool index_op = op == OpId::Argmax || op == OpId::Argmin;
+    const bool index_op = op == op::Argmax || op == op::Argmin;
     EXPECT_EQ(def.differentiable, !index_op);
     EXPECT_EQ(def.grad != nullptr, !index_op);
-    const bool exact = index_op || op == OpId::Max || op == OpId::Min;
+    const bool exact = index_op || op == op::Max || op == op::Min;
     EXPECT_EQ(def.tolerance, exact ? tg::ToleranceClass::exact : tg::ToleranceClass::reduction);
     tg::SampleRng rng(42);
     for (int i = 0; i < 200; ++i) {
@@ -398,7 +401,7 @@ TEST(ReduceOpDefs, CompleteAndSamplesValid) {
     EXPECT_FALSE(def.samples(rng, tg::TensorType{DType::i32, {2, 3}}).has_value());
   }
   const tg::TensorType x{DType::f32, {4, 7}};
-  EXPECT_EQ(tg::op_def(OpId::Softmax).reduction_length({{"axis", std::int64_t{1}}}, {&x, 1}), 7);
+  EXPECT_EQ(tg::op_def(op::Softmax).reduction_length({{"axis", std::int64_t{1}}}, {&x, 1}), 7);
 }
 
 // ---- grad rules ---------------------------------------------------------------------------------
@@ -448,7 +451,7 @@ void check_grad_against_differences(OpId op, const tg::OpSample& sample, tg::Sam
 
 TEST(ReduceGrads, GradRulesMatchFiniteDifferences) {
   tg::SampleRng rng(99);
-  for (OpId op : {OpId::Sum, OpId::Mean, OpId::Max, OpId::Min, OpId::Softmax, OpId::LogSoftmax}) {
+  for (OpId op : {op::Sum, op::Mean, op::Max, op::Min, op::Softmax, op::LogSoftmax}) {
     const tg::OpDef& def = tg::op_def(op);
     for (int trial = 0; trial < 6; ++trial) {
       const auto sample =

@@ -57,7 +57,10 @@ TEST(Registry, SamplesSatisfyTheirOwnShapeRules) {
 
 TEST(Registry, UnknownOpNamesAreNotFound) {
   EXPECT_FALSE(find_op("no_such_op").has_value());
-  EXPECT_THROW(op_def(static_cast<OpId>(kNumOps)), Error);
+  EXPECT_THROW(op_def(static_cast<OpId>(kOpIdSpace)), Error);
+  EXPECT_THROW(op_def(static_cast<OpId>(0x7f)), Error);  // family 0 has fewer than 128 ops
+  EXPECT_FALSE(is_registered_op(static_cast<OpId>(0xffff)));
+  EXPECT_EQ(op_name(static_cast<OpId>(0xffff)), "<invalid op>");
 }
 
 }  // namespace

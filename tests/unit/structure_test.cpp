@@ -2,6 +2,8 @@
 // both compute types; the composites (stack, split, flatten, split_heads, merge_heads) likewise; the
 // shape errors of ops and composites; gradients through tg::differentiate against cotangents placed
 // by hand; and the OpDef parts (samples valid, grad rules typed).
+#include "tensorgrad/ir/ops/ids/structure.h"
+
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -17,6 +19,7 @@ using tg::ComputeType;
 using tg::DType;
 using tg::HostTensor;
 using tg::OpId;
+namespace op = tg::op;
 using tg::Shape;
 using tg::Tensor;
 using tg::TensorType;
@@ -257,12 +260,12 @@ TEST(StructureRules, RefuseRawAttributesTheFrontEndWouldNormalize) {
       EXPECT_NE(e.rule.find(part), std::string::npos) << e.rule;
     }
   };
-  refuses(OpId::Narrow, {{"axis", std::int64_t{-1}}, {"start", std::int64_t{0}}, {"length", std::int64_t{1}}},
+  refuses(op::Narrow, {{"axis", std::int64_t{-1}}, {"start", std::int64_t{0}}, {"length", std::int64_t{1}}},
           std::span(inputs, 1), "axis -1 is out of range");
-  refuses(OpId::Pad, {{"axis", std::int64_t{-2}}, {"before", std::int64_t{0}}, {"after", std::int64_t{1}}},
+  refuses(op::Pad, {{"axis", std::int64_t{-2}}, {"before", std::int64_t{0}}, {"after", std::int64_t{1}}},
           std::span(inputs, 1), "axis -2 is out of range");
-  refuses(OpId::Concat, {{"axis", std::int64_t{-1}}}, inputs, "axis -1 is out of range");
-  refuses(OpId::Concat, {{"axis", std::int64_t{0}}}, {}, "needs at least one input");
+  refuses(op::Concat, {{"axis", std::int64_t{-1}}}, inputs, "axis -1 is out of range");
+  refuses(op::Concat, {{"axis", std::int64_t{0}}}, {}, "needs at least one input");
 }
 
 // ---- composites ----
@@ -483,7 +486,7 @@ TEST(StructureGrads, CompositesRouteTheCotangent) {
 
 // ---- registry ----
 
-constexpr OpId kFamilyOps[] = {OpId::Narrow, OpId::Pad, OpId::Concat};
+constexpr OpId kFamilyOps[] = {op::Narrow, op::Pad, op::Concat};
 
 TEST(StructureRegistry, EveryPartIsPresent) {
   for (OpId id : kFamilyOps) {
@@ -496,7 +499,7 @@ TEST(StructureRegistry, EveryPartIsPresent) {
     EXPECT_NE(def.samples, nullptr);
     EXPECT_TRUE(tg::interp_has_kernel(id));
     EXPECT_EQ(def.tolerance, tg::ToleranceClass::exact);
-    EXPECT_EQ(def.arity, id == OpId::Concat ? tg::kVariadic : 1);
+    EXPECT_EQ(def.arity, id == op::Concat ? tg::kVariadic : 1);
   }
 }
 
@@ -545,7 +548,7 @@ TEST(StructureRegistry, SamplesAreValidAndGradRulesTyped) {
       const auto result = tg::interpret(b.graph(), values, {.check_coverage = true}).outputs.at("y");
       EXPECT_EQ(result.type, out.type());
     }
-    if (id == OpId::Concat) {
+    if (id == op::Concat) {
       EXPECT_GE(most_inputs, 3u);
     }  // variadic samples really vary
     tg::SampleRng rng(1);

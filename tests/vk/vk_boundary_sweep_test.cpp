@@ -20,6 +20,7 @@
 #include "property/property_support.h"
 #include "support/path_coverage.h"
 #include "support/tolerance.h"
+#include "tensorgrad/ir/ops/ids/image.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk/kernels/kernels.h"
 #include "vk_test_support.h"
@@ -109,8 +110,8 @@ TEST_P(BoundarySweep, MatchesTheF64OracleForwardAndGradient) {
     const int setup_index = (i / 6 + i) % 3;
     // Small thresholds switch pooling and convolutions to a workgroup per output: correct but slow
     // on lavapipe past a few thousand outputs, so those graphs take them only up to 2^12 elements.
-    const bool image_op = op == OpId::MaxPool2d || op == OpId::MaxPool2dGrad || op == OpId::Conv2d ||
-                          op == OpId::Conv2dInputGrad || op == OpId::Conv2dWeightGrad;
+    const bool image_op = op == op::MaxPool2d || op == op::MaxPool2dGrad || op == op::Conv2d ||
+                          op == op::Conv2dInputGrad || op == op::Conv2dWeightGrad;
     if (setup_index == 1 &&
         tg::testing::largest_value(c.graph) <= (image_op ? std::int64_t{1} << 12 : std::int64_t{1} << 17))
       small.emplace();

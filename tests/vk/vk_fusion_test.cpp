@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "tensorgrad/ir/ops/ids/elementwise_binary.h"
+#include "tensorgrad/ir/ops/ids/elementwise_unary.h"
 #include "tensorgrad/passes/optimizer.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
@@ -46,27 +48,27 @@ std::string bit_difference(const TensorMap& a, const TensorMap& b, bool any_nan 
 
 bool is_fusable_op(OpId op) {
   switch (op) {
-    case OpId::Add:
-    case OpId::Sub:
-    case OpId::Mul:
-    case OpId::Div:
-    case OpId::Minimum:
-    case OpId::Maximum:
-    case OpId::Neg:
-    case OpId::Abs:
-    case OpId::Square:
-    case OpId::Sqrt:
-    case OpId::Rsqrt:
-    case OpId::Exp:
-    case OpId::Log:
-    case OpId::Sin:
-    case OpId::Cos:
-    case OpId::Tanh:
-    case OpId::Sigmoid:
-    case OpId::Relu:
-    case OpId::Gelu:
-    case OpId::Silu:
-    case OpId::Clamp:
+    case op::Add:
+    case op::Sub:
+    case op::Mul:
+    case op::Div:
+    case op::Minimum:
+    case op::Maximum:
+    case op::Neg:
+    case op::Abs:
+    case op::Square:
+    case op::Sqrt:
+    case op::Rsqrt:
+    case op::Exp:
+    case op::Log:
+    case op::Sin:
+    case op::Cos:
+    case op::Tanh:
+    case op::Sigmoid:
+    case op::Relu:
+    case op::Gelu:
+    case op::Silu:
+    case op::Clamp:
       return true;
     default:
       return false;
@@ -469,7 +471,7 @@ TEST_F(VkTest, TimingsNameTheFusedDispatch) {
   ASSERT_EQ(timings.size(), program.stats().dispatches);
   ASSERT_EQ(timings.size(), 2u);
   EXPECT_EQ(timings[0].op, "fused(mul,add,sqrt)");
-  EXPECT_EQ(g.node(timings[0].node).op, OpId::Sqrt) << "the run's last node records it";
+  EXPECT_EQ(g.node(timings[0].node).op, op::Sqrt) << "the run's last node records it";
   EXPECT_EQ(timings[1].op, "sum");
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }

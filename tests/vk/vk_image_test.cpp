@@ -21,6 +21,7 @@
 
 #include "property/graph_gen.h"
 #include "support/tolerance.h"
+#include "tensorgrad/ir/ops/ids/image.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk_oracle_check.h"
@@ -31,8 +32,7 @@ namespace {
 
 using testing::VkTest;
 
-constexpr OpId kFamily[] = {OpId::Conv2d, OpId::Conv2dInputGrad, OpId::Conv2dWeightGrad, OpId::MaxPool2d,
-                            OpId::MaxPool2dGrad};
+constexpr OpId kFamily[] = {op::Conv2d, op::Conv2dInputGrad, op::Conv2dWeightGrad, op::MaxPool2d, op::MaxPool2dGrad};
 
 using testing::f32_tolerance;
 using testing::random_f32;
@@ -63,7 +63,7 @@ TEST_F(VkTest, ImageSamplesMatchTheF64Oracle) {
   auto ctx = make_context();
   for (const OpId op : kFamily) {
     ASSERT_TRUE(has_kernel(op)) << op_name(op);
-    const bool exact = op == OpId::MaxPool2d || op == OpId::MaxPool2dGrad;
+    const bool exact = op == op::MaxPool2d || op == op::MaxPool2dGrad;
     GraphBuilder b(std::string(op_name(op)) + "_samples");
     TensorMap inputs;
     std::map<std::string, double> tolerance;

@@ -19,6 +19,7 @@
 
 #include "property/graph_gen.h"
 #include "support/tolerance.h"
+#include "tensorgrad/ir/ops/ids/indexing.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk_oracle_check.h"
@@ -46,8 +47,8 @@ void check(const std::shared_ptr<Context>& ctx, const Graph& g, const TensorMap&
                                  .guards = thorough});
 }
 
-constexpr OpId kFamily[] = {OpId::OneHot,     OpId::Embedding,     OpId::TakeAlongAxis,
-                            OpId::ScatterAdd, OpId::SoftmaxCausal, OpId::WhereCausal};
+constexpr OpId kFamily[] = {op::OneHot,     op::Embedding,     op::TakeAlongAxis,
+                            op::ScatterAdd, op::SoftmaxCausal, op::WhereCausal};
 
 bool exact_op(OpId op) { return op_def(op).tolerance == ToleranceClass::exact; }
 

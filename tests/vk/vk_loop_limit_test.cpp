@@ -13,6 +13,13 @@
 #include <vector>
 
 #include "property/graph_gen.h"
+#include "tensorgrad/ir/ops/ids/image.h"
+#include "tensorgrad/ir/ops/ids/indexing.h"
+#include "tensorgrad/ir/ops/ids/layout.h"
+#include "tensorgrad/ir/ops/ids/losses.h"
+#include "tensorgrad/ir/ops/ids/matmul.h"
+#include "tensorgrad/ir/ops/ids/reduce.h"
+#include "tensorgrad/ir/ops/ids/softmax.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk/kernels/kernels.h"
@@ -242,29 +249,27 @@ TEST(VkLoopLimit, LongLoopsAtLavapipeSizesAreSplit) {
   const TensorType vec{DType::f32, {n}};
   const TensorType row{DType::f32, {1, n}};
   const Attrs all_axes{{"axes", std::vector<std::int64_t>{0}}, {"keep_dims", false}};
-  EXPECT_LE(most_passes(plan(OpId::Sum, {vec}, all_axes)), kLoopBudget);
-  EXPECT_LE(most_passes(plan(OpId::Argmax, {vec}, {{"axis", std::int64_t{0}}, {"keep_dims", false}})), kLoopBudget);
-  EXPECT_LE(most_passes(plan(OpId::Softmax, {row}, {{"axis", std::int64_t{1}}})), kLoopBudget);
-  EXPECT_LE(most_passes(plan(OpId::LogSoftmax, {{DType::f32, {n, 1}}}, {{"axis", std::int64_t{0}}})), kLoopBudget);
-  EXPECT_LE(most_passes(plan(OpId::NllLoss, {{DType::f32, {n / 2, 2}}, {DType::i32, {n / 2}}},
+  EXPECT_LE(most_passes(plan(op::Sum, {vec}, all_axes)), kLoopBudget);
+  EXPECT_LE(most_passes(plan(op::Argmax, {vec}, {{"axis", std::int64_t{0}}, {"keep_dims", false}})), kLoopBudget);
+  EXPECT_LE(most_passes(plan(op::Softmax, {row}, {{"axis", std::int64_t{1}}})), kLoopBudget);
+  EXPECT_LE(most_passes(plan(op::LogSoftmax, {{DType::f32, {n, 1}}}, {{"axis", std::int64_t{0}}})), kLoopBudget);
+  EXPECT_LE(most_passes(plan(op::NllLoss, {{DType::f32, {n / 2, 2}}, {DType::i32, {n / 2}}},
                              {{"reduction", std::string("mean")}})),
             kLoopBudget);
-  EXPECT_LE(
-      most_passes(plan(OpId::SumToShape, {{DType::f32, {3 * (n / 4)}}}, {{"shape", std::vector<std::int64_t>{1}}})),
-      kLoopBudget);
-  EXPECT_LE(
-      most_passes(plan(OpId::SumToShape, {{DType::f32, {n / 2, 2}}}, {{"shape", std::vector<std::int64_t>{1, 2}}})),
-      kLoopBudget);
-  EXPECT_LE(most_passes(plan(OpId::Matmul, {row, {DType::f32, {n, 1}}})), kLoopBudget);
-  EXPECT_LE(most_passes(plan(OpId::Matmul, {{DType::f32, {1, n - 1}}, {DType::f32, {n - 1, 1}}})), kLoopBudget);
+  EXPECT_LE(most_passes(plan(op::SumToShape, {{DType::f32, {3 * (n / 4)}}}, {{"shape", std::vector<std::int64_t>{1}}})),
+            kLoopBudget);
+  EXPECT_LE(most_passes(plan(op::SumToShape, {{DType::f32, {n / 2, 2}}}, {{"shape", std::vector<std::int64_t>{1, 2}}})),
+            kLoopBudget);
+  EXPECT_LE(most_passes(plan(op::Matmul, {row, {DType::f32, {n, 1}}})), kLoopBudget);
+  EXPECT_LE(most_passes(plan(op::Matmul, {{DType::f32, {1, n - 1}}, {DType::f32, {n - 1, 1}}})), kLoopBudget);
   const TensorType image{DType::f32, {1, 1, 4096, 4096}};
-  EXPECT_LE(most_passes(plan(OpId::Conv2dWeightGrad, {image, image},
+  EXPECT_LE(most_passes(plan(op::Conv2dWeightGrad, {image, image},
                              {{"kernel_h", std::int64_t{1}},
                               {"kernel_w", std::int64_t{1}},
                               {"padding", std::int64_t{0}},
                               {"stride", std::int64_t{1}}})),
             kLoopBudget);
-  EXPECT_LE(most_passes(plan(OpId::ScatterAdd, {{DType::f32, {n / 2, 1}}, {DType::i32, {n / 2, 1}}},
+  EXPECT_LE(most_passes(plan(op::ScatterAdd, {{DType::f32, {n / 2, 1}}, {DType::i32, {n / 2, 1}}},
                              {{"axis", std::int64_t{0}}, {"size", std::int64_t{3}}})),
             kLoopBudget);
 }

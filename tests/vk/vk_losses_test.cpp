@@ -19,6 +19,7 @@
 
 #include "property/graph_gen.h"
 #include "support/tolerance.h"
+#include "tensorgrad/ir/ops/ids/losses.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk_oracle_check.h"
@@ -62,7 +63,7 @@ TensorMap random_loss_inputs(const Shape& scores_shape, std::uint32_t seed, floa
 
 TEST_F(VkTest, LossesMatchTheOracleOnTheirSamples) {
   auto ctx = make_context();
-  for (const OpId op : {OpId::NllLoss, OpId::CrossEntropy}) {
+  for (const OpId op : {op::NllLoss, op::CrossEntropy}) {
     for (std::uint64_t seed = 0; seed < 25; ++seed) {
       SampleRng rng(seed * 7919 + 3);
       const auto sample = op_def(op).samples(rng, std::nullopt);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorgrad/ir/ops/ids/matmul.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk/kernels/kernels.h"
@@ -62,7 +63,7 @@ Graph matmul_graph(const Case& c, int which) {
 // The launch planned for g's matmul with the operands read as `which` says.
 KernelLaunch plan(const Graph& g, int which) {
   for (const Node& n : g.nodes()) {
-    if (n.op == OpId::Matmul)
+    if (n.op == op::Matmul)
       return plan_matmul_reading(g, n, {n.inputs[0], (which & kLhs) != 0}, {n.inputs[1], (which & kRhs) != 0});
   }
   ADD_FAILURE() << "no matmul";

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "../../examples/models.h"
+#include "tensorgrad/ir/ops/ids/layout.h"
+#include "tensorgrad/ir/ops/ids/matmul.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk/fusion.h"
@@ -350,14 +352,14 @@ TransposeCounts count_transposes(const Graph& g) {
   for (const Node& n : g.nodes())
     for (ValueId v : n.inputs) readers[static_cast<std::size_t>(v)].push_back(n.op);
   for (const Node& n : g.nodes()) {
-    if (n.op != OpId::SwapAxes) continue;
+    if (n.op != op::SwapAxes) continue;
     ++c.swaps;
     const auto rank = static_cast<std::int64_t>(g.type(n.output).shape.size());
     const std::int64_t a0 = n.attrs.integer("axis0"), a1 = n.attrs.integer("axis1");
     if (std::min(a0, a1) != rank - 2 || std::max(a0, a1) != rank - 1) continue;
     ++c.last_two;
     const auto& r = readers[static_cast<std::size_t>(n.output)];
-    if (!r.empty() && std::all_of(r.begin(), r.end(), [](OpId op) { return op == OpId::Matmul; })) ++c.only_matmuls;
+    if (!r.empty() && std::all_of(r.begin(), r.end(), [](OpId op) { return op == op::Matmul; })) ++c.only_matmuls;
   }
   std::vector<KernelLaunch> launches;
   for (const Node& n : g.nodes()) launches.push_back(kernel_plan_table()[static_cast<std::size_t>(n.op)](g, n));

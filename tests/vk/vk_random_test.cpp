@@ -23,6 +23,7 @@
 
 #include "interp/philox.h"
 #include "support/tolerance.h"
+#include "tensorgrad/ir/ops/ids/random.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk/buffer.h"
@@ -164,13 +165,13 @@ HostTensor seed_tensor(std::int32_t seed) { return HostTensor::i32({}, {seed}); 
 
 Tensor emit_randn(GraphBuilder& b, const Tensor& seed, Shape shape, std::int64_t salt) {
   const Tensor inputs[] = {seed};
-  return b.emit(OpId::Randn, inputs, Attrs{{"shape", std::move(shape)}, {"salt", salt}},
+  return b.emit(op::Randn, inputs, Attrs{{"shape", std::move(shape)}, {"salt", salt}},
                 SourceLoc{"vk_random_test", 1, 0});
 }
 
 Tensor emit_dropout(GraphBuilder& b, const Tensor& x, const Tensor& seed, double p, std::int64_t salt) {
   const Tensor inputs[] = {x, seed};
-  return b.emit(OpId::Dropout, inputs, Attrs{{"p", p}, {"salt", salt}}, SourceLoc{"vk_random_test", 2, 0});
+  return b.emit(op::Dropout, inputs, Attrs{{"p", p}, {"salt", salt}}, SourceLoc{"vk_random_test", 2, 0});
 }
 
 TEST_F(VkTest, RandnMatchesTheOracleForSeedsSaltsAndShapes) {

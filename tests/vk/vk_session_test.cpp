@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "tensorgrad/ir/ops/ids/indexing.h"
 #include "tensorgrad/tensorgrad.h"
 #include "vk_test_support.h"
 
@@ -76,7 +77,7 @@ TEST_F(VkTest, SessionReportsBadInputsAndFailingOpsAsFailedResults) {
   EXPECT_EQ(s.param("w").values, std::vector<double>(64, 0.0)) << "a failed run changed a param";
   EXPECT_TRUE(s.run(data).ok());
 
-  if (!has_kernel(OpId::Embedding)) GTEST_SKIP() << "embedding has no Vulkan kernel yet";
+  if (!has_kernel(op::Embedding)) GTEST_SKIP() << "embedding has no Vulkan kernel yet";
   GraphBuilder b("embed");
   TracingScope scope(b);
   Tensor table = b.param("table", {DType::f32, {3, 2}});

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "tensorgrad/ir/ops/ids/layout.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk/kernels/kernels.h"
@@ -141,10 +142,10 @@ TEST_F(VkTest, SumToShapeLongRowsEqualTheF32InterpreterBitForBit) {
 KernelLaunch plan_rows(std::int64_t rows, std::int64_t len) {
   GraphBuilder b("plan");
   const std::vector<Tensor> x{b.input("x", {DType::f32, {rows, len}})};
-  b.output("y", b.emit(OpId::SumToShape, x, {{"shape", std::vector<std::int64_t>{rows, 1}}},
+  b.output("y", b.emit(op::SumToShape, x, {{"shape", std::vector<std::int64_t>{rows, 1}}},
                        SourceLoc{"vk_sum_to_shape_long_rows_test", 1, 0}));
   const Graph g = b.take();
-  return kernel_plan_table()[static_cast<std::size_t>(OpId::SumToShape)](g, g.nodes().back());
+  return kernel_plan_table()[static_cast<std::size_t>(op::SumToShape)](g, g.nodes().back());
 }
 
 // The workgroups mode 5 launches (16 / blocks rows each), and its loop passes where the executor's

@@ -1,5 +1,7 @@
 // Creation kernels: constant fills and arange, written to .real for f32 outputs and to .ints for
 // i32 and bool outputs (the shape rule already checked the value fits the dtype).
+#include "tensorgrad/ir/ops/ids/creation.h"
+
 #include <type_traits>
 
 #include "../parallel.h"
@@ -64,10 +66,10 @@ void arange_kernel(const KernelCall<T>& call) {
 
 template <class T>
 void register_creation_kernels(KernelTable<T>& table) {
-  table[static_cast<std::size_t>(OpId::Full)] = full_kernel<T>;
-  table[static_cast<std::size_t>(OpId::Zeros)] = zeros_kernel<T>;
-  table[static_cast<std::size_t>(OpId::Ones)] = ones_kernel<T>;
-  table[static_cast<std::size_t>(OpId::Arange)] = arange_kernel<T>;
+  table[static_cast<std::size_t>(op::Full)] = full_kernel<T>;
+  table[static_cast<std::size_t>(op::Zeros)] = zeros_kernel<T>;
+  table[static_cast<std::size_t>(op::Ones)] = ones_kernel<T>;
+  table[static_cast<std::size_t>(op::Arange)] = arange_kernel<T>;
 }
 
 template void register_creation_kernels<float>(KernelTable<float>&);

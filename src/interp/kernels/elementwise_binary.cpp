@@ -1,6 +1,8 @@
 // Kernels of the elementwise binary family: arithmetic, comparisons and where, all with NumPy
 // broadcasting. Each output element is computed by exactly one loop iteration, so results do not
 // depend on the thread count.
+#include "tensorgrad/ir/ops/ids/elementwise_binary.h"
+
 #include <cmath>
 
 #include "../parallel.h"
@@ -157,16 +159,16 @@ constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
 
 template <class T>
 void register_elementwise_binary_kernels(KernelTable<T>& table) {
-  table[slot(OpId::Add)] = arithmetic_kernel<T, AddOp>;
-  table[slot(OpId::Sub)] = arithmetic_kernel<T, SubOp>;
-  table[slot(OpId::Mul)] = arithmetic_kernel<T, MulOp>;
-  table[slot(OpId::Div)] = arithmetic_kernel<T, DivOp>;
-  table[slot(OpId::Minimum)] = arithmetic_kernel<T, MinimumOp>;
-  table[slot(OpId::Maximum)] = arithmetic_kernel<T, MaximumOp>;
-  table[slot(OpId::Less)] = comparison_kernel<T, LessOp>;
-  table[slot(OpId::Greater)] = comparison_kernel<T, GreaterOp>;
-  table[slot(OpId::Equal)] = comparison_kernel<T, EqualOp>;
-  table[slot(OpId::Where)] = where_kernel<T>;
+  table[slot(op::Add)] = arithmetic_kernel<T, AddOp>;
+  table[slot(op::Sub)] = arithmetic_kernel<T, SubOp>;
+  table[slot(op::Mul)] = arithmetic_kernel<T, MulOp>;
+  table[slot(op::Div)] = arithmetic_kernel<T, DivOp>;
+  table[slot(op::Minimum)] = arithmetic_kernel<T, MinimumOp>;
+  table[slot(op::Maximum)] = arithmetic_kernel<T, MaximumOp>;
+  table[slot(op::Less)] = comparison_kernel<T, LessOp>;
+  table[slot(op::Greater)] = comparison_kernel<T, GreaterOp>;
+  table[slot(op::Equal)] = comparison_kernel<T, EqualOp>;
+  table[slot(op::Where)] = where_kernel<T>;
 }
 
 template void register_elementwise_binary_kernels<float>(KernelTable<float>&);

@@ -1,5 +1,7 @@
 // Kernels of the elementwise unary family. Math runs in T, so the f64 oracle computes every function
 // in double; each element is written by one loop iteration, independent of the thread count.
+#include "tensorgrad/ir/ops/ids/elementwise_unary.h"
+
 #include <cmath>
 
 #include "../parallel.h"
@@ -172,22 +174,22 @@ constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
 
 template <class T>
 void register_elementwise_unary_kernels(KernelTable<T>& table) {
-  table[slot(OpId::Neg)] = unary_kernel<T, NegOp, kNeg>;
-  table[slot(OpId::Abs)] = unary_kernel<T, AbsOp, kAbs>;
-  table[slot(OpId::Square)] = unary_kernel<T, SquareOp, kSquare>;
-  table[slot(OpId::Sqrt)] = unary_kernel<T, SqrtOp, kSqrt>;
-  table[slot(OpId::Rsqrt)] = unary_kernel<T, RsqrtOp, kRsqrt>;
-  table[slot(OpId::Exp)] = unary_kernel<T, ExpOp, kExp>;
-  table[slot(OpId::Log)] = unary_kernel<T, LogOp, kLog>;
-  table[slot(OpId::Sin)] = unary_kernel<T, SinOp, kSin>;
-  table[slot(OpId::Cos)] = unary_kernel<T, CosOp, kCos>;
-  table[slot(OpId::Tanh)] = unary_kernel<T, TanhOp, kTanh>;
-  table[slot(OpId::Sigmoid)] = unary_kernel<T, SigmoidOp, kSigmoid>;
-  table[slot(OpId::Relu)] = unary_kernel<T, ReluOp, kRelu>;
-  table[slot(OpId::Gelu)] = unary_kernel<T, GeluOp, kGelu>;
-  table[slot(OpId::Silu)] = unary_kernel<T, SiluOp, kSilu>;
-  table[slot(OpId::Clamp)] = clamp_kernel<T>;
-  table[slot(OpId::StopGradient)] = stop_gradient_kernel<T>;
+  table[slot(op::Neg)] = unary_kernel<T, NegOp, kNeg>;
+  table[slot(op::Abs)] = unary_kernel<T, AbsOp, kAbs>;
+  table[slot(op::Square)] = unary_kernel<T, SquareOp, kSquare>;
+  table[slot(op::Sqrt)] = unary_kernel<T, SqrtOp, kSqrt>;
+  table[slot(op::Rsqrt)] = unary_kernel<T, RsqrtOp, kRsqrt>;
+  table[slot(op::Exp)] = unary_kernel<T, ExpOp, kExp>;
+  table[slot(op::Log)] = unary_kernel<T, LogOp, kLog>;
+  table[slot(op::Sin)] = unary_kernel<T, SinOp, kSin>;
+  table[slot(op::Cos)] = unary_kernel<T, CosOp, kCos>;
+  table[slot(op::Tanh)] = unary_kernel<T, TanhOp, kTanh>;
+  table[slot(op::Sigmoid)] = unary_kernel<T, SigmoidOp, kSigmoid>;
+  table[slot(op::Relu)] = unary_kernel<T, ReluOp, kRelu>;
+  table[slot(op::Gelu)] = unary_kernel<T, GeluOp, kGelu>;
+  table[slot(op::Silu)] = unary_kernel<T, SiluOp, kSilu>;
+  table[slot(op::Clamp)] = clamp_kernel<T>;
+  table[slot(op::StopGradient)] = stop_gradient_kernel<T>;
 }
 
 template void register_elementwise_unary_kernels<float>(KernelTable<float>&);

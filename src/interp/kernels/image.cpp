@@ -2,6 +2,8 @@
 // element is owned by one task and sums its terms in one fixed order (conv2d: c, kh, kw;
 // conv2d_input_grad: o, kh, kw; conv2d_weight_grad: n, oh, ow; max_pool2d_grad: window order), so
 // the bits never depend on the thread count. Zero padding is applied by skipping taps outside the image.
+#include "tensorgrad/ir/ops/ids/image.h"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -257,11 +259,11 @@ constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
 
 template <class T>
 void register_image_kernels(KernelTable<T>& table) {
-  table[slot(OpId::Conv2d)] = conv2d_kernel<T>;
-  table[slot(OpId::Conv2dInputGrad)] = conv2d_input_grad_kernel<T>;
-  table[slot(OpId::Conv2dWeightGrad)] = conv2d_weight_grad_kernel<T>;
-  table[slot(OpId::MaxPool2d)] = max_pool2d_kernel<T>;
-  table[slot(OpId::MaxPool2dGrad)] = max_pool2d_grad_kernel<T>;
+  table[slot(op::Conv2d)] = conv2d_kernel<T>;
+  table[slot(op::Conv2dInputGrad)] = conv2d_input_grad_kernel<T>;
+  table[slot(op::Conv2dWeightGrad)] = conv2d_weight_grad_kernel<T>;
+  table[slot(op::MaxPool2d)] = max_pool2d_kernel<T>;
+  table[slot(op::MaxPool2dGrad)] = max_pool2d_grad_kernel<T>;
 }
 
 template void register_image_kernels<float>(KernelTable<float>&);

@@ -1,6 +1,8 @@
 // Indexing kernels: one_hot, embedding, take_along_axis, scatter_add, softmax_causal, where_causal.
 // Index values are checked in one sequential pass before any work, so the error names the first bad
 // element whatever the thread count. scatter_add sums each output element's updates in index order.
+#include "tensorgrad/ir/ops/ids/indexing.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -190,12 +192,12 @@ void where_causal_kernel(const KernelCall<T>& call) {
 
 template <class T>
 void register_indexing_kernels(KernelTable<T>& table) {
-  table[static_cast<std::size_t>(OpId::OneHot)] = one_hot_kernel<T>;
-  table[static_cast<std::size_t>(OpId::Embedding)] = embedding_kernel<T>;
-  table[static_cast<std::size_t>(OpId::TakeAlongAxis)] = take_along_axis_kernel<T>;
-  table[static_cast<std::size_t>(OpId::ScatterAdd)] = scatter_add_kernel<T>;
-  table[static_cast<std::size_t>(OpId::SoftmaxCausal)] = softmax_causal_kernel<T>;
-  table[static_cast<std::size_t>(OpId::WhereCausal)] = where_causal_kernel<T>;
+  table[static_cast<std::size_t>(op::OneHot)] = one_hot_kernel<T>;
+  table[static_cast<std::size_t>(op::Embedding)] = embedding_kernel<T>;
+  table[static_cast<std::size_t>(op::TakeAlongAxis)] = take_along_axis_kernel<T>;
+  table[static_cast<std::size_t>(op::ScatterAdd)] = scatter_add_kernel<T>;
+  table[static_cast<std::size_t>(op::SoftmaxCausal)] = softmax_causal_kernel<T>;
+  table[static_cast<std::size_t>(op::WhereCausal)] = where_causal_kernel<T>;
 }
 
 template void register_indexing_kernels<float>(KernelTable<float>&);

@@ -1,6 +1,8 @@
 // Layout kernels. Data movement copies whichever storage the dtype uses (.real for f32, .ints for
 // i32 and bool); sum_to_shape sums each output's preimage in one fixed order, so its bits do not
 // depend on the thread count.
+#include "tensorgrad/ir/ops/ids/layout.h"
+
 #include <numeric>
 
 #include "../parallel.h"
@@ -162,11 +164,11 @@ void sum_to_shape_kernel(const KernelCall<T>& call) {
 
 template <class T>
 void register_layout_kernels(KernelTable<T>& table) {
-  table[static_cast<std::size_t>(OpId::Reshape)] = reshape_kernel<T>;
-  table[static_cast<std::size_t>(OpId::Permute)] = permute_kernel<T>;
-  table[static_cast<std::size_t>(OpId::SwapAxes)] = swap_axes_kernel<T>;
-  table[static_cast<std::size_t>(OpId::BroadcastTo)] = broadcast_to_kernel<T>;
-  table[static_cast<std::size_t>(OpId::SumToShape)] = sum_to_shape_kernel<T>;
+  table[static_cast<std::size_t>(op::Reshape)] = reshape_kernel<T>;
+  table[static_cast<std::size_t>(op::Permute)] = permute_kernel<T>;
+  table[static_cast<std::size_t>(op::SwapAxes)] = swap_axes_kernel<T>;
+  table[static_cast<std::size_t>(op::BroadcastTo)] = broadcast_to_kernel<T>;
+  table[static_cast<std::size_t>(op::SumToShape)] = sum_to_shape_kernel<T>;
 }
 
 template void register_layout_kernels<float>(KernelTable<float>&);

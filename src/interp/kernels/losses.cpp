@@ -1,6 +1,8 @@
 // Loss kernels: nll_loss and the fused cross_entropy over the last (class) axis. Positions run in
 // parallel; a "sum" or "mean" adds the per-position losses in fixed blocks combined in order, so the
 // bits never depend on the thread count. Targets are checked in one sequential pass first.
+#include "tensorgrad/ir/ops/ids/losses.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -93,8 +95,8 @@ void cross_entropy_kernel(const KernelCall<T>& call) {
 
 template <class T>
 void register_losses_kernels(KernelTable<T>& table) {
-  table[static_cast<std::size_t>(OpId::NllLoss)] = nll_loss_kernel<T>;
-  table[static_cast<std::size_t>(OpId::CrossEntropy)] = cross_entropy_kernel<T>;
+  table[static_cast<std::size_t>(op::NllLoss)] = nll_loss_kernel<T>;
+  table[static_cast<std::size_t>(op::CrossEntropy)] = cross_entropy_kernel<T>;
 }
 
 template void register_losses_kernels<float>(KernelTable<float>&);

@@ -3,6 +3,8 @@
 // (batch, row block, column block) tiles, each written by one task. Every output element
 // accumulates its K products in ascending k into a single accumulator, so the bits are those of
 // the plain triple loop whatever the blocking or the thread count.
+#include "tensorgrad/ir/ops/ids/matmul.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -168,7 +170,7 @@ void matmul_kernel(const KernelCall<T>& call) {
 
 template <class T>
 void register_matmul_kernels(KernelTable<T>& table) {
-  table[static_cast<std::size_t>(OpId::Matmul)] = matmul_kernel<T>;
+  table[static_cast<std::size_t>(op::Matmul)] = matmul_kernel<T>;
 }
 
 template void register_matmul_kernels<float>(KernelTable<float>&);

@@ -2,6 +2,8 @@
 // (seed, salt) (../philox.h), so chunks can run on any thread in any order and give the same bits.
 // The uniforms are exact in float, and dropout's keep test compares them with p in double, so the
 // f32 and f64 interpreters keep exactly the same elements.
+#include "tensorgrad/ir/ops/ids/random.h"
+
 #include "../parallel.h"
 #include "../philox.h"
 #include "families.h"
@@ -59,8 +61,8 @@ void dropout_kernel(const KernelCall<T>& call) {
 
 template <class T>
 void register_random_kernels(KernelTable<T>& table) {
-  table[static_cast<std::size_t>(OpId::Randn)] = randn_kernel<T>;
-  table[static_cast<std::size_t>(OpId::Dropout)] = dropout_kernel<T>;
+  table[static_cast<std::size_t>(op::Randn)] = randn_kernel<T>;
+  table[static_cast<std::size_t>(op::Dropout)] = dropout_kernel<T>;
 }
 
 template void register_random_kernels<float>(KernelTable<float>&);

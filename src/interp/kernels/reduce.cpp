@@ -2,6 +2,8 @@
 // Sums add each output's slice in the fixed tree of ../tree_sum.h (error growing like log n; the
 // same bits for a contiguous, strided or block-split slice); max and min fold the slice in index
 // order. Neither depends on the thread count.
+#include "tensorgrad/ir/ops/ids/reduce.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -358,12 +360,12 @@ void arg_kernel(const KernelCall<T>& call) {
 
 template <class T>
 void register_reduce_kernels(KernelTable<T>& table) {
-  table[static_cast<std::size_t>(OpId::Sum)] = sum_kernel<T>;
-  table[static_cast<std::size_t>(OpId::Mean)] = mean_kernel<T>;
-  table[static_cast<std::size_t>(OpId::Max)] = max_kernel<T>;
-  table[static_cast<std::size_t>(OpId::Min)] = min_kernel<T>;
-  table[static_cast<std::size_t>(OpId::Argmax)] = arg_kernel<T, true>;
-  table[static_cast<std::size_t>(OpId::Argmin)] = arg_kernel<T, false>;
+  table[static_cast<std::size_t>(op::Sum)] = sum_kernel<T>;
+  table[static_cast<std::size_t>(op::Mean)] = mean_kernel<T>;
+  table[static_cast<std::size_t>(op::Max)] = max_kernel<T>;
+  table[static_cast<std::size_t>(op::Min)] = min_kernel<T>;
+  table[static_cast<std::size_t>(op::Argmax)] = arg_kernel<T, true>;
+  table[static_cast<std::size_t>(op::Argmin)] = arg_kernel<T, false>;
 }
 
 template void register_reduce_kernels<float>(KernelTable<float>&);

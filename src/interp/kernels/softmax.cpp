@@ -1,5 +1,7 @@
 // softmax and log_softmax along one axis, numerically stable (the row maximum is subtracted before
 // exp). Rows run in parallel; each row's max and sum are taken sequentially in index order.
+#include "tensorgrad/ir/ops/ids/softmax.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -92,8 +94,8 @@ void softmax_kernel(const KernelCall<T>& call) {
 
 template <class T>
 void register_softmax_kernels(KernelTable<T>& table) {
-  table[static_cast<std::size_t>(OpId::Softmax)] = softmax_kernel<T, false>;
-  table[static_cast<std::size_t>(OpId::LogSoftmax)] = softmax_kernel<T, true>;
+  table[static_cast<std::size_t>(op::Softmax)] = softmax_kernel<T, false>;
+  table[static_cast<std::size_t>(op::LogSoftmax)] = softmax_kernel<T, true>;
 }
 
 template void register_softmax_kernels<float>(KernelTable<float>&);

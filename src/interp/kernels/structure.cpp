@@ -1,6 +1,8 @@
 // Structure kernels. Each views its tensors as [outer, axis, inner] around the op's axis: a row of
 // the output (one outer index) is then a few contiguous runs copied from the inputs (or zero-filled,
 // for pad). Rows are independent, so splitting them over threads cannot change any bit.
+#include "tensorgrad/ir/ops/ids/structure.h"
+
 #include <algorithm>
 
 #include "../parallel.h"
@@ -107,9 +109,9 @@ void concat_kernel(const KernelCall<T>& call) {
 
 template <class T>
 void register_structure_kernels(KernelTable<T>& table) {
-  table[static_cast<std::size_t>(OpId::Narrow)] = narrow_kernel<T>;
-  table[static_cast<std::size_t>(OpId::Pad)] = pad_kernel<T>;
-  table[static_cast<std::size_t>(OpId::Concat)] = concat_kernel<T>;
+  table[static_cast<std::size_t>(op::Narrow)] = narrow_kernel<T>;
+  table[static_cast<std::size_t>(op::Pad)] = pad_kernel<T>;
+  table[static_cast<std::size_t>(op::Concat)] = concat_kernel<T>;
 }
 
 template void register_structure_kernels<float>(KernelTable<float>&);

@@ -1,5 +1,7 @@
 // Creation ops: full, zeros, ones and arange. They take no inputs, so the front-end appends them to
 // the current tracing scope's builder; they are constants, hence not differentiable and bit-exact.
+#include "tensorgrad/ir/ops/ids/creation.h"
+
 #include <cmath>
 #include <limits>
 
@@ -105,26 +107,26 @@ OpDef creation_def(OpId id, std::vector<AttrSpec> attrs, ShapeRule shape, Sample
 
 const OpDef& Full_def() {
   static const OpDef def =
-      creation_def(OpId::Full, {{"shape", AttrKind::ints}, {"value", AttrKind::real}, {"dtype", AttrKind::dtype}},
+      creation_def(op::Full, {{"shape", AttrKind::ints}, {"value", AttrKind::real}, {"dtype", AttrKind::dtype}},
                    full_shape, full_samples);
   return def;
 }
 
 const OpDef& Zeros_def() {
   static const OpDef def =
-      creation_def(OpId::Zeros, {{"shape", AttrKind::ints}, {"dtype", AttrKind::dtype}}, filled_shape, filled_samples);
+      creation_def(op::Zeros, {{"shape", AttrKind::ints}, {"dtype", AttrKind::dtype}}, filled_shape, filled_samples);
   return def;
 }
 
 const OpDef& Ones_def() {
   static const OpDef def =
-      creation_def(OpId::Ones, {{"shape", AttrKind::ints}, {"dtype", AttrKind::dtype}}, filled_shape, filled_samples);
+      creation_def(op::Ones, {{"shape", AttrKind::ints}, {"dtype", AttrKind::dtype}}, filled_shape, filled_samples);
   return def;
 }
 
 const OpDef& Arange_def() {
   static const OpDef def =
-      creation_def(OpId::Arange, {{"n", AttrKind::integer}, {"dtype", AttrKind::dtype}}, arange_shape, arange_samples);
+      creation_def(op::Arange, {{"n", AttrKind::integer}, {"dtype", AttrKind::dtype}}, arange_shape, arange_samples);
   return def;
 }
 
@@ -133,19 +135,19 @@ const OpDef& Arange_def() {
 Tensor full(Shape shape, double value, DType dtype, CallSite loc) {
   // An f32 constant is an f32 value: round it here so the f64 oracle and the f32 backends agree.
   if (dtype == DType::f32) value = static_cast<float>(value);
-  return frontend::emit(OpId::Full, {}, Attrs{{"shape", std::move(shape)}, {"value", value}, {"dtype", dtype}}, loc);
+  return frontend::emit(op::Full, {}, Attrs{{"shape", std::move(shape)}, {"value", value}, {"dtype", dtype}}, loc);
 }
 
 Tensor zeros(Shape shape, DType dtype, CallSite loc) {
-  return frontend::emit(OpId::Zeros, {}, Attrs{{"shape", std::move(shape)}, {"dtype", dtype}}, loc);
+  return frontend::emit(op::Zeros, {}, Attrs{{"shape", std::move(shape)}, {"dtype", dtype}}, loc);
 }
 
 Tensor ones(Shape shape, DType dtype, CallSite loc) {
-  return frontend::emit(OpId::Ones, {}, Attrs{{"shape", std::move(shape)}, {"dtype", dtype}}, loc);
+  return frontend::emit(op::Ones, {}, Attrs{{"shape", std::move(shape)}, {"dtype", dtype}}, loc);
 }
 
 Tensor arange(std::int64_t n, DType dtype, CallSite loc) {
-  return frontend::emit(OpId::Arange, {}, Attrs{{"n", n}, {"dtype", dtype}}, loc);
+  return frontend::emit(op::Arange, {}, Attrs{{"n", n}, {"dtype", dtype}}, loc);
 }
 
 Tensor scalar(double value, CallSite loc) { return full(Shape{}, value, DType::f32, loc); }

@@ -1,5 +1,7 @@
 // Elementwise binary ops with NumPy broadcasting: arithmetic (add, sub, mul, div, minimum, maximum),
 // comparisons (less, greater, equal -> bool) and where(condition, if_true, if_false).
+#include "tensorgrad/ir/ops/ids/elementwise_binary.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -175,52 +177,52 @@ OpDef comparison_def(OpId id, SampleRule samples) {
 }  // namespace
 
 const OpDef& Add_def() {
-  static const OpDef def = arithmetic_def(OpId::Add, add_grad, binary_samples<PairDomains::smooth>);
+  static const OpDef def = arithmetic_def(op::Add, add_grad, binary_samples<PairDomains::smooth>);
   return def;
 }
 
 const OpDef& Sub_def() {
-  static const OpDef def = arithmetic_def(OpId::Sub, sub_grad, binary_samples<PairDomains::smooth>);
+  static const OpDef def = arithmetic_def(op::Sub, sub_grad, binary_samples<PairDomains::smooth>);
   return def;
 }
 
 const OpDef& Mul_def() {
-  static const OpDef def = arithmetic_def(OpId::Mul, mul_grad, binary_samples<PairDomains::smooth>);
+  static const OpDef def = arithmetic_def(op::Mul, mul_grad, binary_samples<PairDomains::smooth>);
   return def;
 }
 
 const OpDef& Div_def() {
-  static const OpDef def = arithmetic_def(OpId::Div, div_grad, binary_samples<PairDomains::divisor>);
+  static const OpDef def = arithmetic_def(op::Div, div_grad, binary_samples<PairDomains::divisor>);
   return def;
 }
 
 const OpDef& Minimum_def() {
-  static const OpDef def = arithmetic_def(OpId::Minimum, minimum_grad, binary_samples<PairDomains::interleaved>);
+  static const OpDef def = arithmetic_def(op::Minimum, minimum_grad, binary_samples<PairDomains::interleaved>);
   return def;
 }
 
 const OpDef& Maximum_def() {
-  static const OpDef def = arithmetic_def(OpId::Maximum, maximum_grad, binary_samples<PairDomains::interleaved>);
+  static const OpDef def = arithmetic_def(op::Maximum, maximum_grad, binary_samples<PairDomains::interleaved>);
   return def;
 }
 
 const OpDef& Less_def() {
-  static const OpDef def = comparison_def(OpId::Less, binary_samples<PairDomains::interleaved>);
+  static const OpDef def = comparison_def(op::Less, binary_samples<PairDomains::interleaved>);
   return def;
 }
 
 const OpDef& Greater_def() {
-  static const OpDef def = comparison_def(OpId::Greater, binary_samples<PairDomains::interleaved>);
+  static const OpDef def = comparison_def(op::Greater, binary_samples<PairDomains::interleaved>);
   return def;
 }
 
 const OpDef& Equal_def() {
-  static const OpDef def = comparison_def(OpId::Equal, binary_samples<PairDomains::small_ints>);
+  static const OpDef def = comparison_def(op::Equal, binary_samples<PairDomains::small_ints>);
   return def;
 }
 
 const OpDef& Where_def() {
-  static const OpDef def{.name = op_name(OpId::Where),
+  static const OpDef def{.name = op_name(op::Where),
                          .arity = 3,
                          .attrs = {},
                          .shape = where_shape,
@@ -233,22 +235,22 @@ const OpDef& Where_def() {
 
 // ---- front-end ---------------------------------------------------------------------------------
 
-Tensor add(Operand a, Operand b, CallSite loc) { return frontend::emit_binary(OpId::Add, a, b, loc); }
-Tensor sub(Operand a, Operand b, CallSite loc) { return frontend::emit_binary(OpId::Sub, a, b, loc); }
-Tensor mul(Operand a, Operand b, CallSite loc) { return frontend::emit_binary(OpId::Mul, a, b, loc); }
-Tensor div(Operand a, Operand b, CallSite loc) { return frontend::emit_binary(OpId::Div, a, b, loc); }
-Tensor minimum(Operand a, Operand b, CallSite loc) { return frontend::emit_binary(OpId::Minimum, a, b, loc); }
-Tensor maximum(Operand a, Operand b, CallSite loc) { return frontend::emit_binary(OpId::Maximum, a, b, loc); }
-Tensor less(Operand a, Operand b, CallSite loc) { return frontend::emit_binary(OpId::Less, a, b, loc); }
-Tensor greater(Operand a, Operand b, CallSite loc) { return frontend::emit_binary(OpId::Greater, a, b, loc); }
-Tensor equal(Operand a, Operand b, CallSite loc) { return frontend::emit_binary(OpId::Equal, a, b, loc); }
+Tensor add(Operand a, Operand b, CallSite loc) { return frontend::emit_binary(op::Add, a, b, loc); }
+Tensor sub(Operand a, Operand b, CallSite loc) { return frontend::emit_binary(op::Sub, a, b, loc); }
+Tensor mul(Operand a, Operand b, CallSite loc) { return frontend::emit_binary(op::Mul, a, b, loc); }
+Tensor div(Operand a, Operand b, CallSite loc) { return frontend::emit_binary(op::Div, a, b, loc); }
+Tensor minimum(Operand a, Operand b, CallSite loc) { return frontend::emit_binary(op::Minimum, a, b, loc); }
+Tensor maximum(Operand a, Operand b, CallSite loc) { return frontend::emit_binary(op::Maximum, a, b, loc); }
+Tensor less(Operand a, Operand b, CallSite loc) { return frontend::emit_binary(op::Less, a, b, loc); }
+Tensor greater(Operand a, Operand b, CallSite loc) { return frontend::emit_binary(op::Greater, a, b, loc); }
+Tensor equal(Operand a, Operand b, CallSite loc) { return frontend::emit_binary(op::Equal, a, b, loc); }
 
 Tensor where(const Tensor& condition, Operand if_true, Operand if_false, CallSite loc) {
   GraphBuilder& builder = condition.builder();
   const SourceLoc at = frontend::site(loc);
   const Tensor inputs[] = {condition, frontend::as_tensor(if_true, builder, at),
                            frontend::as_tensor(if_false, builder, at)};
-  return builder.emit(OpId::Where, inputs, Attrs{}, at);
+  return builder.emit(op::Where, inputs, Attrs{}, at);
 }
 
 }  // namespace tg

@@ -1,5 +1,7 @@
 // Elementwise unary ops: f32 math (neg, abs, square, sqrt, rsqrt, exp, log, sin, cos, tanh, sigmoid,
 // relu, gelu, silu, clamp) and stop_gradient, the identity that blocks gradients (any dtype).
+#include "tensorgrad/ir/ops/ids/elementwise_unary.h"
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -192,77 +194,77 @@ constexpr auto kTranscendental = ToleranceClass::transcendental;
 }  // namespace
 
 const OpDef& Neg_def() {
-  static const OpDef def = float_unary_def(OpId::Neg, neg_grad, float_samples<smooth_domain>, kElementwise);
+  static const OpDef def = float_unary_def(op::Neg, neg_grad, float_samples<smooth_domain>, kElementwise);
   return def;
 }
 
 const OpDef& Abs_def() {
-  static const OpDef def = float_unary_def(OpId::Abs, abs_grad, float_samples<kink_at_zero_domain>, kElementwise);
+  static const OpDef def = float_unary_def(op::Abs, abs_grad, float_samples<kink_at_zero_domain>, kElementwise);
   return def;
 }
 
 const OpDef& Square_def() {
-  static const OpDef def = float_unary_def(OpId::Square, square_grad, float_samples<smooth_domain>, kElementwise);
+  static const OpDef def = float_unary_def(op::Square, square_grad, float_samples<smooth_domain>, kElementwise);
   return def;
 }
 
 const OpDef& Sqrt_def() {
-  static const OpDef def = float_unary_def(OpId::Sqrt, sqrt_grad, float_samples<positive_domain>, kTranscendental);
+  static const OpDef def = float_unary_def(op::Sqrt, sqrt_grad, float_samples<positive_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Rsqrt_def() {
-  static const OpDef def = float_unary_def(OpId::Rsqrt, rsqrt_grad, float_samples<positive_domain>, kTranscendental);
+  static const OpDef def = float_unary_def(op::Rsqrt, rsqrt_grad, float_samples<positive_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Exp_def() {
-  static const OpDef def = float_unary_def(OpId::Exp, exp_grad, float_samples<smooth_domain>, kTranscendental);
+  static const OpDef def = float_unary_def(op::Exp, exp_grad, float_samples<smooth_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Log_def() {
-  static const OpDef def = float_unary_def(OpId::Log, log_grad, float_samples<positive_domain>, kTranscendental);
+  static const OpDef def = float_unary_def(op::Log, log_grad, float_samples<positive_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Sin_def() {
-  static const OpDef def = float_unary_def(OpId::Sin, sin_grad, float_samples<smooth_domain>, kTranscendental);
+  static const OpDef def = float_unary_def(op::Sin, sin_grad, float_samples<smooth_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Cos_def() {
-  static const OpDef def = float_unary_def(OpId::Cos, cos_grad, float_samples<smooth_domain>, kTranscendental);
+  static const OpDef def = float_unary_def(op::Cos, cos_grad, float_samples<smooth_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Tanh_def() {
-  static const OpDef def = float_unary_def(OpId::Tanh, tanh_grad, float_samples<smooth_domain>, kTranscendental);
+  static const OpDef def = float_unary_def(op::Tanh, tanh_grad, float_samples<smooth_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Sigmoid_def() {
-  static const OpDef def = float_unary_def(OpId::Sigmoid, sigmoid_grad, float_samples<smooth_domain>, kTranscendental);
+  static const OpDef def = float_unary_def(op::Sigmoid, sigmoid_grad, float_samples<smooth_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Relu_def() {
-  static const OpDef def = float_unary_def(OpId::Relu, relu_grad, float_samples<kink_at_zero_domain>, kElementwise);
+  static const OpDef def = float_unary_def(op::Relu, relu_grad, float_samples<kink_at_zero_domain>, kElementwise);
   return def;
 }
 
 const OpDef& Gelu_def() {
-  static const OpDef def = float_unary_def(OpId::Gelu, gelu_grad, float_samples<smooth_domain>, kTranscendental);
+  static const OpDef def = float_unary_def(op::Gelu, gelu_grad, float_samples<smooth_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Silu_def() {
-  static const OpDef def = float_unary_def(OpId::Silu, silu_grad, float_samples<smooth_domain>, kTranscendental);
+  static const OpDef def = float_unary_def(op::Silu, silu_grad, float_samples<smooth_domain>, kTranscendental);
   return def;
 }
 
 const OpDef& Clamp_def() {
-  static const OpDef def{.name = op_name(OpId::Clamp),
+  static const OpDef def{.name = op_name(op::Clamp),
                          .arity = 1,
                          .attrs = {{"hi", AttrKind::real}, {"lo", AttrKind::real}},
                          .shape = clamp_shape,
@@ -274,7 +276,7 @@ const OpDef& Clamp_def() {
 }
 
 const OpDef& StopGradient_def() {
-  static const OpDef def{.name = op_name(OpId::StopGradient),
+  static const OpDef def{.name = op_name(op::StopGradient),
                          .arity = 1,
                          .attrs = {},
                          .shape = any_dtype_unary_shape,
@@ -291,24 +293,24 @@ namespace {
 Tensor emit_unary(OpId op, const Tensor& x, const CallSite& loc) { return frontend::emit(op, {x}, Attrs{}, loc); }
 }  // namespace
 
-Tensor neg(const Tensor& x, CallSite loc) { return emit_unary(OpId::Neg, x, loc); }
-Tensor abs(const Tensor& x, CallSite loc) { return emit_unary(OpId::Abs, x, loc); }
-Tensor square(const Tensor& x, CallSite loc) { return emit_unary(OpId::Square, x, loc); }
-Tensor sqrt(const Tensor& x, CallSite loc) { return emit_unary(OpId::Sqrt, x, loc); }
-Tensor rsqrt(const Tensor& x, CallSite loc) { return emit_unary(OpId::Rsqrt, x, loc); }
-Tensor exp(const Tensor& x, CallSite loc) { return emit_unary(OpId::Exp, x, loc); }
-Tensor log(const Tensor& x, CallSite loc) { return emit_unary(OpId::Log, x, loc); }
-Tensor sin(const Tensor& x, CallSite loc) { return emit_unary(OpId::Sin, x, loc); }
-Tensor cos(const Tensor& x, CallSite loc) { return emit_unary(OpId::Cos, x, loc); }
-Tensor tanh(const Tensor& x, CallSite loc) { return emit_unary(OpId::Tanh, x, loc); }
-Tensor sigmoid(const Tensor& x, CallSite loc) { return emit_unary(OpId::Sigmoid, x, loc); }
-Tensor relu(const Tensor& x, CallSite loc) { return emit_unary(OpId::Relu, x, loc); }
-Tensor gelu(const Tensor& x, CallSite loc) { return emit_unary(OpId::Gelu, x, loc); }
-Tensor silu(const Tensor& x, CallSite loc) { return emit_unary(OpId::Silu, x, loc); }
-Tensor stop_gradient(const Tensor& x, CallSite loc) { return emit_unary(OpId::StopGradient, x, loc); }
+Tensor neg(const Tensor& x, CallSite loc) { return emit_unary(op::Neg, x, loc); }
+Tensor abs(const Tensor& x, CallSite loc) { return emit_unary(op::Abs, x, loc); }
+Tensor square(const Tensor& x, CallSite loc) { return emit_unary(op::Square, x, loc); }
+Tensor sqrt(const Tensor& x, CallSite loc) { return emit_unary(op::Sqrt, x, loc); }
+Tensor rsqrt(const Tensor& x, CallSite loc) { return emit_unary(op::Rsqrt, x, loc); }
+Tensor exp(const Tensor& x, CallSite loc) { return emit_unary(op::Exp, x, loc); }
+Tensor log(const Tensor& x, CallSite loc) { return emit_unary(op::Log, x, loc); }
+Tensor sin(const Tensor& x, CallSite loc) { return emit_unary(op::Sin, x, loc); }
+Tensor cos(const Tensor& x, CallSite loc) { return emit_unary(op::Cos, x, loc); }
+Tensor tanh(const Tensor& x, CallSite loc) { return emit_unary(op::Tanh, x, loc); }
+Tensor sigmoid(const Tensor& x, CallSite loc) { return emit_unary(op::Sigmoid, x, loc); }
+Tensor relu(const Tensor& x, CallSite loc) { return emit_unary(op::Relu, x, loc); }
+Tensor gelu(const Tensor& x, CallSite loc) { return emit_unary(op::Gelu, x, loc); }
+Tensor silu(const Tensor& x, CallSite loc) { return emit_unary(op::Silu, x, loc); }
+Tensor stop_gradient(const Tensor& x, CallSite loc) { return emit_unary(op::StopGradient, x, loc); }
 
 Tensor clamp(const Tensor& x, double lo, double hi, CallSite loc) {
-  return frontend::emit(OpId::Clamp, {x}, Attrs{{"lo", lo}, {"hi", hi}}, loc);
+  return frontend::emit(op::Clamp, {x}, Attrs{{"lo", lo}, {"hi", hi}}, loc);
 }
 
 }  // namespace tg

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "rules.h"
+#include "tensorgrad/ir/ops/ids/creation.h"
 
 namespace tg::rules {
 
@@ -108,12 +109,12 @@ Tensor as_tensor(const Operand& operand, GraphBuilder& builder, const SourceLoc&
   // backends see the same number.
   const double value = static_cast<float>(std::get<double>(operand.value()));
   Attrs attrs{{"dtype", DType::f32}, {"shape", std::vector<std::int64_t>{}}, {"value", value}};
-  return builder.emit(OpId::Full, {}, std::move(attrs), loc);
+  return builder.emit(op::Full, {}, std::move(attrs), loc);
 }
 
 Tensor exact_constant(GraphBuilder& builder, double value, const CallSite& loc) {
   Attrs attrs{{"dtype", DType::f32}, {"shape", std::vector<std::int64_t>{}}, {"value", value}};
-  return builder.emit(OpId::Full, {}, std::move(attrs), site(loc));
+  return builder.emit(op::Full, {}, std::move(attrs), site(loc));
 }
 
 Tensor emit(OpId op, std::initializer_list<Tensor> inputs, Attrs attrs, const SourceLoc& loc) {

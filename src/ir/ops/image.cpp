@@ -1,6 +1,8 @@
 // Image ops on NCHW tensors: dense 2-D convolution with its two adjoints (conv2d_input_grad, the
 // transposed convolution, and conv2d_weight_grad), and max pooling with its gradient. Also the
 // front-end functions, including the composite nearest_upsample2d.
+#include "tensorgrad/ir/ops/ids/image.h"
+
 #include <algorithm>
 
 #include "rules.h"
@@ -384,7 +386,7 @@ Attrs conv_attrs(const Conv2dOptions& options) { return {{"padding", options.pad
 }  // namespace
 
 const OpDef& Conv2d_def() {
-  static const OpDef def{.name = op_name(OpId::Conv2d),
+  static const OpDef def{.name = op_name(op::Conv2d),
                          .arity = 2,
                          .attrs = kConvAttrs,
                          .shape = conv2d_rule,
@@ -396,7 +398,7 @@ const OpDef& Conv2d_def() {
 }
 
 const OpDef& Conv2dInputGrad_def() {
-  static const OpDef def{.name = op_name(OpId::Conv2dInputGrad),
+  static const OpDef def{.name = op_name(op::Conv2dInputGrad),
                          .arity = 2,
                          .attrs = kConvInputGradAttrs,
                          .shape = conv2d_input_grad_rule,
@@ -408,7 +410,7 @@ const OpDef& Conv2dInputGrad_def() {
 }
 
 const OpDef& Conv2dWeightGrad_def() {
-  static const OpDef def{.name = op_name(OpId::Conv2dWeightGrad),
+  static const OpDef def{.name = op_name(op::Conv2dWeightGrad),
                          .arity = 2,
                          .attrs = kConvWeightGradAttrs,
                          .shape = conv2d_weight_grad_rule,
@@ -420,7 +422,7 @@ const OpDef& Conv2dWeightGrad_def() {
 }
 
 const OpDef& MaxPool2d_def() {
-  static const OpDef def{.name = op_name(OpId::MaxPool2d),
+  static const OpDef def{.name = op_name(op::MaxPool2d),
                          .arity = 1,
                          .attrs = kPoolAttrs,
                          .shape = max_pool2d_rule,
@@ -433,7 +435,7 @@ const OpDef& MaxPool2d_def() {
 // Second order through max pooling is not supported: the gradient is piecewise linear in grad_output
 // with a selection that changes only at ties, and no op gathers by argmax yet.
 const OpDef& MaxPool2dGrad_def() {
-  static const OpDef def{.name = op_name(OpId::MaxPool2dGrad),
+  static const OpDef def{.name = op_name(op::MaxPool2dGrad),
                          .arity = 2,
                          .attrs = kPoolAttrs,
                          .shape = max_pool2d_grad_rule,
@@ -448,7 +450,7 @@ const OpDef& MaxPool2dGrad_def() {
 // ---- front-end ----
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, Conv2dOptions options, CallSite loc) {
-  return frontend::emit(OpId::Conv2d, {input, weight}, conv_attrs(options), loc);
+  return frontend::emit(op::Conv2d, {input, weight}, conv_attrs(options), loc);
 }
 
 Tensor conv2d_input_grad(const Tensor& grad_output, const Tensor& weight, std::int64_t height, std::int64_t width,
@@ -456,7 +458,7 @@ Tensor conv2d_input_grad(const Tensor& grad_output, const Tensor& weight, std::i
   Attrs attrs = conv_attrs(options);
   attrs.set("height", height);
   attrs.set("width", width);
-  return frontend::emit(OpId::Conv2dInputGrad, {grad_output, weight}, std::move(attrs), loc);
+  return frontend::emit(op::Conv2dInputGrad, {grad_output, weight}, std::move(attrs), loc);
 }
 
 Tensor conv2d_weight_grad(const Tensor& input, const Tensor& grad_output, std::int64_t kernel_h, std::int64_t kernel_w,
@@ -464,18 +466,18 @@ Tensor conv2d_weight_grad(const Tensor& input, const Tensor& grad_output, std::i
   Attrs attrs = conv_attrs(options);
   attrs.set("kernel_h", kernel_h);
   attrs.set("kernel_w", kernel_w);
-  return frontend::emit(OpId::Conv2dWeightGrad, {input, grad_output}, std::move(attrs), loc);
+  return frontend::emit(op::Conv2dWeightGrad, {input, grad_output}, std::move(attrs), loc);
 }
 
 Tensor max_pool2d(const Tensor& x, std::int64_t kernel, Pool2dOptions options, CallSite loc) {
   Attrs attrs{{"kernel", kernel}, {"padding", options.padding}, {"stride", options.stride.value_or(kernel)}};
-  return frontend::emit(OpId::MaxPool2d, {x}, std::move(attrs), loc);
+  return frontend::emit(op::MaxPool2d, {x}, std::move(attrs), loc);
 }
 
 Tensor max_pool2d_grad(const Tensor& x, const Tensor& grad_output, std::int64_t kernel, std::int64_t stride,
                        std::int64_t padding, CallSite loc) {
   Attrs attrs{{"kernel", kernel}, {"padding", padding}, {"stride", stride}};
-  return frontend::emit(OpId::MaxPool2dGrad, {x, grad_output}, std::move(attrs), loc);
+  return frontend::emit(op::MaxPool2dGrad, {x, grad_output}, std::move(attrs), loc);
 }
 
 // Each pixel repeated factor x factor times: [N,C,H,W] -> [N,C,H,1,W,1] -> broadcast -> [N,C,H*f,W*f],

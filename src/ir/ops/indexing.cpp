@@ -1,6 +1,8 @@
 // Indexing ops: one_hot, embedding, take_along_axis and its adjoint scatter_add, and the causal-mask
 // pair softmax_causal / where_causal: shape rules, gradient rules, samples and the front-end.
 // Index values are checked by the kernels at run time (they are data, not types).
+#include "tensorgrad/ir/ops/ids/indexing.h"
+
 #include <algorithm>
 
 #include "rules.h"
@@ -233,7 +235,7 @@ std::optional<OpSample> where_causal_samples(SampleRng& rng, const std::optional
 }  // namespace
 
 const OpDef& OneHot_def() {
-  static const OpDef def{.name = op_name(OpId::OneHot),
+  static const OpDef def{.name = op_name(op::OneHot),
                          .arity = 1,
                          .attrs = {{"depth", AttrKind::integer}},
                          .shape = one_hot_rule,
@@ -244,7 +246,7 @@ const OpDef& OneHot_def() {
 }
 
 const OpDef& Embedding_def() {
-  static const OpDef def{.name = op_name(OpId::Embedding),
+  static const OpDef def{.name = op_name(op::Embedding),
                          .arity = 2,
                          .shape = embedding_rule,
                          .grad = embedding_grad,
@@ -254,7 +256,7 @@ const OpDef& Embedding_def() {
 }
 
 const OpDef& TakeAlongAxis_def() {
-  static const OpDef def{.name = op_name(OpId::TakeAlongAxis),
+  static const OpDef def{.name = op_name(op::TakeAlongAxis),
                          .arity = 2,
                          .attrs = {{"axis", AttrKind::integer}},
                          .shape = take_along_axis_rule,
@@ -265,7 +267,7 @@ const OpDef& TakeAlongAxis_def() {
 }
 
 const OpDef& ScatterAdd_def() {
-  static const OpDef def{.name = op_name(OpId::ScatterAdd),
+  static const OpDef def{.name = op_name(op::ScatterAdd),
                          .arity = 2,
                          .attrs = {{"axis", AttrKind::integer}, {"size", AttrKind::integer}},
                          .shape = scatter_add_rule,
@@ -277,7 +279,7 @@ const OpDef& ScatterAdd_def() {
 }
 
 const OpDef& SoftmaxCausal_def() {
-  static const OpDef def{.name = op_name(OpId::SoftmaxCausal),
+  static const OpDef def{.name = op_name(op::SoftmaxCausal),
                          .arity = 1,
                          .shape = causal_rule,
                          .grad = softmax_causal_grad,
@@ -288,7 +290,7 @@ const OpDef& SoftmaxCausal_def() {
 }
 
 const OpDef& WhereCausal_def() {
-  static const OpDef def{.name = op_name(OpId::WhereCausal),
+  static const OpDef def{.name = op_name(op::WhereCausal),
                          .arity = 1,
                          .attrs = {{"value", AttrKind::real}},
                          .shape = causal_rule,
@@ -299,30 +301,30 @@ const OpDef& WhereCausal_def() {
 }
 
 Tensor one_hot(const Tensor& indices, std::int64_t depth, CallSite loc) {
-  return frontend::emit(OpId::OneHot, {indices}, Attrs{{"depth", depth}}, loc);
+  return frontend::emit(op::OneHot, {indices}, Attrs{{"depth", depth}}, loc);
 }
 
 Tensor embedding(const Tensor& table, const Tensor& indices, CallSite loc) {
-  return frontend::emit(OpId::Embedding, {table, indices}, Attrs{}, loc);
+  return frontend::emit(op::Embedding, {table, indices}, Attrs{}, loc);
 }
 
 Tensor take_along_axis(const Tensor& x, const Tensor& indices, std::int64_t axis, CallSite loc) {
-  return frontend::emit(OpId::TakeAlongAxis, {x, indices}, Attrs{{"axis", wrap_negative_axis(axis, x.rank())}}, loc);
+  return frontend::emit(op::TakeAlongAxis, {x, indices}, Attrs{{"axis", wrap_negative_axis(axis, x.rank())}}, loc);
 }
 
 Tensor scatter_add(const Tensor& updates, const Tensor& indices, std::int64_t axis, std::int64_t size, CallSite loc) {
   Attrs attrs{{"axis", wrap_negative_axis(axis, indices.rank())}, {"size", size}};
-  return frontend::emit(OpId::ScatterAdd, {updates, indices}, std::move(attrs), loc);
+  return frontend::emit(op::ScatterAdd, {updates, indices}, std::move(attrs), loc);
 }
 
 Tensor softmax_causal(const Tensor& scores, CallSite loc) {
-  return frontend::emit(OpId::SoftmaxCausal, {scores}, Attrs{}, loc);
+  return frontend::emit(op::SoftmaxCausal, {scores}, Attrs{}, loc);
 }
 
 Tensor where_causal(const Tensor& x, double fill_value, CallSite loc) {
   // The fill is an element of an f32 tensor: round it once here so the f64 oracle and f32 runs agree.
   const double value = static_cast<float>(fill_value);
-  return frontend::emit(OpId::WhereCausal, {x}, Attrs{{"value", value}}, loc);
+  return frontend::emit(op::WhereCausal, {x}, Attrs{{"value", value}}, loc);
 }
 
 }  // namespace tg

@@ -1,5 +1,7 @@
 // Layout ops: reshape, permute, swap_axes, broadcast_to and sum_to_shape. All but sum_to_shape move
 // data without arithmetic, so they take any dtype and are bit-exact.
+#include "tensorgrad/ir/ops/ids/layout.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -284,7 +286,7 @@ std::int64_t sum_to_shape_length(const Attrs& attrs, std::span<const TensorType>
 }  // namespace
 
 const OpDef& Reshape_def() {
-  static const OpDef def{.name = op_name(OpId::Reshape),
+  static const OpDef def{.name = op_name(op::Reshape),
                          .arity = 1,
                          .attrs = {{"shape", AttrKind::ints}},
                          .shape = reshape_shape,
@@ -295,7 +297,7 @@ const OpDef& Reshape_def() {
 }
 
 const OpDef& Permute_def() {
-  static const OpDef def{.name = op_name(OpId::Permute),
+  static const OpDef def{.name = op_name(op::Permute),
                          .arity = 1,
                          .attrs = {{"perm", AttrKind::ints}},
                          .shape = permute_shape,
@@ -306,7 +308,7 @@ const OpDef& Permute_def() {
 }
 
 const OpDef& SwapAxes_def() {
-  static const OpDef def{.name = op_name(OpId::SwapAxes),
+  static const OpDef def{.name = op_name(op::SwapAxes),
                          .arity = 1,
                          .attrs = {{"axis0", AttrKind::integer}, {"axis1", AttrKind::integer}},
                          .shape = swap_axes_shape,
@@ -317,7 +319,7 @@ const OpDef& SwapAxes_def() {
 }
 
 const OpDef& BroadcastTo_def() {
-  static const OpDef def{.name = op_name(OpId::BroadcastTo),
+  static const OpDef def{.name = op_name(op::BroadcastTo),
                          .arity = 1,
                          .attrs = {{"shape", AttrKind::ints}},
                          .shape = broadcast_to_shape,
@@ -328,7 +330,7 @@ const OpDef& BroadcastTo_def() {
 }
 
 const OpDef& SumToShape_def() {
-  static const OpDef def{.name = op_name(OpId::SumToShape),
+  static const OpDef def{.name = op_name(op::SumToShape),
                          .arity = 1,
                          .attrs = {{"shape", AttrKind::ints}},
                          .shape = sum_to_shape_shape,
@@ -370,26 +372,26 @@ Shape resolve_reshape_target(Shape target, std::int64_t count) {
 }  // namespace
 
 Tensor reshape(const Tensor& x, Shape shape, CallSite loc) {
-  Shape target = with_shape_error(OpId::Reshape, x, loc, [&] { return resolve_reshape_target(shape, x.size()); });
-  return frontend::emit(OpId::Reshape, {x}, Attrs{{"shape", std::move(target)}}, loc);
+  Shape target = with_shape_error(op::Reshape, x, loc, [&] { return resolve_reshape_target(shape, x.size()); });
+  return frontend::emit(op::Reshape, {x}, Attrs{{"shape", std::move(target)}}, loc);
 }
 
 Tensor permute(const Tensor& x, std::vector<std::int64_t> perm, CallSite loc) {
   for (auto& axis : perm) axis = wrap_negative_axis(axis, x.rank());
-  return frontend::emit(OpId::Permute, {x}, Attrs{{"perm", std::move(perm)}}, loc);
+  return frontend::emit(op::Permute, {x}, Attrs{{"perm", std::move(perm)}}, loc);
 }
 
 Tensor swap_axes(const Tensor& x, std::int64_t axis0, std::int64_t axis1, CallSite loc) {
   Attrs attrs{{"axis0", wrap_negative_axis(axis0, x.rank())}, {"axis1", wrap_negative_axis(axis1, x.rank())}};
-  return frontend::emit(OpId::SwapAxes, {x}, std::move(attrs), loc);
+  return frontend::emit(op::SwapAxes, {x}, std::move(attrs), loc);
 }
 
 Tensor broadcast_to(const Tensor& x, Shape shape, CallSite loc) {
-  return frontend::emit(OpId::BroadcastTo, {x}, Attrs{{"shape", std::move(shape)}}, loc);
+  return frontend::emit(op::BroadcastTo, {x}, Attrs{{"shape", std::move(shape)}}, loc);
 }
 
 Tensor sum_to_shape(const Tensor& x, Shape shape, CallSite loc) {
-  return frontend::emit(OpId::SumToShape, {x}, Attrs{{"shape", std::move(shape)}}, loc);
+  return frontend::emit(op::SumToShape, {x}, Attrs{{"shape", std::move(shape)}}, loc);
 }
 
 }  // namespace tg

@@ -1,6 +1,8 @@
 // Classification losses over the last (class) axis with i32 targets: nll_loss and the fused
 // cross_entropy (log_softmax + NLL in one kernel). Shape rules, gradient rules, samples and the
 // front-end, which turns LossOptions into the string attribute `reduction`.
+#include "tensorgrad/ir/ops/ids/losses.h"
+
 #include <algorithm>
 
 #include "rules.h"
@@ -122,7 +124,7 @@ Tensor emit_loss(OpId op, const Tensor& scores, const Tensor& targets, LossOptio
 }  // namespace
 
 const OpDef& NllLoss_def() {
-  static const OpDef def{.name = op_name(OpId::NllLoss),
+  static const OpDef def{.name = op_name(op::NllLoss),
                          .arity = 2,
                          .attrs = kLossAttrs,
                          .shape = loss_rule,
@@ -134,7 +136,7 @@ const OpDef& NllLoss_def() {
 }
 
 const OpDef& CrossEntropy_def() {
-  static const OpDef def{.name = op_name(OpId::CrossEntropy),
+  static const OpDef def{.name = op_name(op::CrossEntropy),
                          .arity = 2,
                          .attrs = kLossAttrs,
                          .shape = loss_rule,
@@ -146,11 +148,11 @@ const OpDef& CrossEntropy_def() {
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, LossOptions options, CallSite loc) {
-  return emit_loss(OpId::NllLoss, log_probs, targets, options, loc);
+  return emit_loss(op::NllLoss, log_probs, targets, options, loc);
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, LossOptions options, CallSite loc) {
-  return emit_loss(OpId::CrossEntropy, logits, targets, options, loc);
+  return emit_loss(op::CrossEntropy, logits, targets, options, loc);
 }
 
 }  // namespace tg

@@ -1,4 +1,6 @@
 // matmul: [..., M, K] x [K, N], or batched [B..., M, K] x [B..., K, N] with equal batch dims.
+#include "tensorgrad/ir/ops/ids/matmul.h"
+
 #include <algorithm>
 
 #include "rules.h"
@@ -110,7 +112,7 @@ std::optional<OpSample> matmul_sample(SampleRng& rng, const std::optional<Tensor
 }  // namespace
 
 const OpDef& Matmul_def() {
-  static const OpDef def{.name = op_name(OpId::Matmul),
+  static const OpDef def{.name = op_name(op::Matmul),
                          .arity = 2,
                          .attrs = {},
                          .shape = matmul_rule,
@@ -122,7 +124,7 @@ const OpDef& Matmul_def() {
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, CallSite loc) {
-  return frontend::emit(OpId::Matmul, {a, b}, Attrs{}, loc);
+  return frontend::emit(op::Matmul, {a, b}, Attrs{}, loc);
 }
 
 }  // namespace tg

@@ -2,6 +2,8 @@
 // every element's draw is Philox4x32-10 keyed by (the graph's step seed input, a per-call salt) at
 // the element's index (src/interp/philox.h), so a result never depends on the thread count and the
 // gradient of dropout recomputes the very mask of the forward pass from the same seed and salt.
+#include "tensorgrad/ir/ops/ids/random.h"
+
 #include <cmath>
 #include <limits>
 
@@ -57,7 +59,7 @@ TensorType dropout_rule(const Attrs& attrs, std::span<const TensorType> inputs) 
 std::vector<std::optional<Tensor>> dropout_grad(const GradArgs& args) {
   const Tensor inputs[] = {args.cotangent, args.inputs[1]};
   const Tensor grad_x =
-      args.cotangent.builder().emit(OpId::Dropout, inputs, args.attrs, frontend::site(CallSite::current()));
+      args.cotangent.builder().emit(op::Dropout, inputs, args.attrs, frontend::site(CallSite::current()));
   return {grad_x, std::nullopt};
 }
 
@@ -98,7 +100,7 @@ std::optional<OpSample> dropout_samples(SampleRng& rng, const std::optional<Tens
 }  // namespace
 
 const OpDef& Randn_def() {
-  static const OpDef def{.name = op_name(OpId::Randn),
+  static const OpDef def{.name = op_name(op::Randn),
                          .arity = 1,
                          .attrs = {{"shape", AttrKind::ints}, {"salt", AttrKind::integer}},
                          .shape = randn_rule,
@@ -110,7 +112,7 @@ const OpDef& Randn_def() {
 }
 
 const OpDef& Dropout_def() {
-  static const OpDef def{.name = op_name(OpId::Dropout),
+  static const OpDef def{.name = op_name(op::Dropout),
                          .arity = 2,
                          .attrs = {{"p", AttrKind::real}, {"salt", AttrKind::integer}},
                          .shape = dropout_rule,
@@ -138,25 +140,25 @@ void check_before_seeding(OpId op, const Attrs& attrs, std::vector<TensorType> t
 Tensor randn(Shape shape, CallSite loc) {
   GraphBuilder& builder = current_builder();
   Attrs attrs{{"shape", std::move(shape)}, {"salt", std::int64_t{0}}};
-  check_before_seeding(OpId::Randn, attrs, {}, loc);
+  check_before_seeding(op::Randn, attrs, {}, loc);
   const Tensor seed = builder.step_seed();
   attrs.set("salt", builder.next_salt());
-  return frontend::emit(OpId::Randn, {seed}, std::move(attrs), loc);
+  return frontend::emit(op::Randn, {seed}, std::move(attrs), loc);
 }
 
 Tensor dropout(const Tensor& x, double p, CallSite loc) {
   try {
     require_valid_probability(p);
   } catch (const RuleBroken& broken) {
-    throw ShapeError(std::string(op_name(OpId::Dropout)), {x.type()}, broken.rule, frontend::site(loc));
+    throw ShapeError(std::string(op_name(op::Dropout)), {x.type()}, broken.rule, frontend::site(loc));
   }
   if (p == 0.0) return x;  // keeps every element with scale 1: no node, no seed input
   GraphBuilder& builder = x.builder();
   Attrs attrs{{"p", p}, {"salt", std::int64_t{0}}};
-  check_before_seeding(OpId::Dropout, attrs, {x.type()}, loc);
+  check_before_seeding(op::Dropout, attrs, {x.type()}, loc);
   const Tensor seed = builder.step_seed();
   attrs.set("salt", builder.next_salt());
-  return frontend::emit(OpId::Dropout, {x, seed}, std::move(attrs), loc);
+  return frontend::emit(op::Dropout, {x, seed}, std::move(attrs), loc);
 }
 
 }  // namespace tg

@@ -1,5 +1,7 @@
 // Reductions over a set of axes (sum, mean, max, min) and index reductions over one axis (argmax,
 // argmin): shape rules, gradient rules, samples and the front-end functions.
+#include "tensorgrad/ir/ops/ids/reduce.h"
+
 #include <algorithm>
 
 #include "rules.h"
@@ -203,7 +205,7 @@ Tensor emit_arg(OpId op, const Tensor& x, std::optional<std::int64_t> axis, Redu
 }  // namespace
 
 const OpDef& Sum_def() {
-  static const OpDef def{.name = op_name(OpId::Sum),
+  static const OpDef def{.name = op_name(op::Sum),
                          .arity = 1,
                          .attrs = kReduceAttrs,
                          .shape = sum_mean_rule,
@@ -214,7 +216,7 @@ const OpDef& Sum_def() {
 }
 
 const OpDef& Mean_def() {
-  static const OpDef def{.name = op_name(OpId::Mean),
+  static const OpDef def{.name = op_name(op::Mean),
                          .arity = 1,
                          .attrs = kReduceAttrs,
                          .shape = sum_mean_rule,
@@ -225,7 +227,7 @@ const OpDef& Mean_def() {
 }
 
 const OpDef& Max_def() {
-  static const OpDef def{.name = op_name(OpId::Max),
+  static const OpDef def{.name = op_name(op::Max),
                          .arity = 1,
                          .attrs = kReduceAttrs,
                          .shape = max_min_rule,
@@ -236,7 +238,7 @@ const OpDef& Max_def() {
 }
 
 const OpDef& Min_def() {
-  static const OpDef def{.name = op_name(OpId::Min),
+  static const OpDef def{.name = op_name(op::Min),
                          .arity = 1,
                          .attrs = kReduceAttrs,
                          .shape = max_min_rule,
@@ -247,7 +249,7 @@ const OpDef& Min_def() {
 }
 
 const OpDef& Argmax_def() {
-  static const OpDef def{.name = op_name(OpId::Argmax),
+  static const OpDef def{.name = op_name(op::Argmax),
                          .arity = 1,
                          .attrs = kArgAttrs,
                          .shape = arg_rule,
@@ -258,7 +260,7 @@ const OpDef& Argmax_def() {
 }
 
 const OpDef& Argmin_def() {
-  static const OpDef def{.name = op_name(OpId::Argmin),
+  static const OpDef def{.name = op_name(op::Argmin),
                          .arity = 1,
                          .attrs = kArgAttrs,
                          .shape = arg_rule,
@@ -269,22 +271,22 @@ const OpDef& Argmin_def() {
 }
 
 Tensor sum(const Tensor& x, Axes axes, ReduceOptions options, CallSite loc) {
-  return emit_reduce(OpId::Sum, x, axes, options, loc);
+  return emit_reduce(op::Sum, x, axes, options, loc);
 }
 Tensor mean(const Tensor& x, Axes axes, ReduceOptions options, CallSite loc) {
-  return emit_reduce(OpId::Mean, x, axes, options, loc);
+  return emit_reduce(op::Mean, x, axes, options, loc);
 }
 Tensor max(const Tensor& x, Axes axes, ReduceOptions options, CallSite loc) {
-  return emit_reduce(OpId::Max, x, axes, options, loc);
+  return emit_reduce(op::Max, x, axes, options, loc);
 }
 Tensor min(const Tensor& x, Axes axes, ReduceOptions options, CallSite loc) {
-  return emit_reduce(OpId::Min, x, axes, options, loc);
+  return emit_reduce(op::Min, x, axes, options, loc);
 }
 Tensor argmax(const Tensor& x, std::optional<std::int64_t> axis, ReduceOptions options, CallSite loc) {
-  return emit_arg(OpId::Argmax, x, axis, options, loc);
+  return emit_arg(op::Argmax, x, axis, options, loc);
 }
 Tensor argmin(const Tensor& x, std::optional<std::int64_t> axis, ReduceOptions options, CallSite loc) {
-  return emit_arg(OpId::Argmin, x, axis, options, loc);
+  return emit_arg(op::Argmin, x, axis, options, loc);
 }
 
 }  // namespace tg

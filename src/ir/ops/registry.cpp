@@ -1,54 +1,93 @@
-// The op table built from ops.def, name lookup, schema checks and tolerance classes.
+// The op table built from ops.def (through the generated op_list.inc), name lookup, schema checks
+// and tolerance classes.
 #include <array>
 #include <cmath>
 #include <string>
+#include <unordered_map>
 
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/ir/ops/ids.h"
 #include "tensorgrad/ir/ops/op_def.h"
 
 namespace tg {
 
 namespace {
 
-constexpr std::array<std::string_view, kNumOps> kOpNames = {
-#define TG_OP(id, name) name,
-#include "tensorgrad/ir/ops/ops.def"
-#undef TG_OP
-};
-
-constexpr std::array<OpId, kNumOps> kAllOps = {
-#define TG_OP(id, name) OpId::id,
-#include "tensorgrad/ir/ops/ops.def"
-#undef TG_OP
-};
-
 using DefGetter = const OpDef& (*)();
-constexpr std::array<DefGetter, kNumOps> kDefGetters = {
-#define TG_OP(id, name) &id##_def,
-#include "tensorgrad/ir/ops/ops.def"
+
+struct OpEntry {
+  OpId id;
+  std::string_view name;
+  std::string_view family;
+  DefGetter def;
+};
+
+// The generated list (cmake/generate_ops.cmake): every op of ops.def, in its order.
+constexpr OpEntry kOps[] = {
+#define TG_OP(id, name, family, ew) {op::id, name, #family, &id##_def},
+#include "tensorgrad/ir/ops/op_list.inc"
 #undef TG_OP
 };
+
+constexpr std::string_view kFamilies[] = {
+#define TG_FAMILY(family) #family,
+#include "tensorgrad/ir/ops/families.inc"
+#undef TG_FAMILY
+};
+
+constexpr std::array<OpId, std::size(kOps)> all_op_ids() {
+  std::array<OpId, std::size(kOps)> ids{};
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = kOps[i].id;
+  return ids;
+}
+constexpr std::array<OpId, std::size(kOps)> kAllOps = all_op_ids();
+
+// OpId values are sparse ((family << 7) | index): a table over the whole value space finds an
+// op's entry in one step.
+const OpEntry* entry(OpId id) {
+  static const auto by_value = [] {
+    std::array<const OpEntry*, kOpIdSpace> table{};
+    for (const OpEntry& e : kOps) table[static_cast<std::size_t>(e.id)] = &e;
+    return table;
+  }();
+  const auto i = static_cast<std::size_t>(id);
+  return i < kOpIdSpace ? by_value[i] : nullptr;
+}
 
 }  // namespace
 
+bool is_registered_op(OpId id) { return entry(id) != nullptr; }
+
 std::string_view op_name(OpId id) {
-  auto i = static_cast<std::size_t>(id);
-  return i < kNumOps ? kOpNames[i] : std::string_view("<invalid op>");
+  const OpEntry* e = entry(id);
+  return e ? e->name : std::string_view("<invalid op>");
+}
+
+std::string_view op_family(OpId id) {
+  const OpEntry* e = entry(id);
+  return e ? e->family : std::string_view();
 }
 
 const OpDef& op_def(OpId id) {
-  auto i = static_cast<std::size_t>(id);
-  if (i >= kNumOps) throw Error("invalid op id " + std::to_string(i));
-  return kDefGetters[i]();
+  const OpEntry* e = entry(id);
+  if (!e) throw Error("invalid op id " + std::to_string(static_cast<std::size_t>(id)));
+  return e->def();
 }
 
 std::optional<OpId> find_op(std::string_view name) {
-  for (std::size_t i = 0; i < kNumOps; ++i)
-    if (kOpNames[i] == name) return kAllOps[i];
-  return std::nullopt;
+  static const auto by_name = [] {
+    std::unordered_map<std::string_view, OpId> map;
+    for (const OpEntry& e : kOps) map.emplace(e.name, e.id);
+    return map;
+  }();
+  const auto it = by_name.find(name);
+  if (it == by_name.end()) return std::nullopt;
+  return it->second;
 }
 
 std::span<const OpId> all_ops() { return kAllOps; }
+
+std::span<const std::string_view> op_families() { return kFamilies; }
 
 TensorType infer_type(OpId id, const Attrs& attrs, std::span<const TensorType> inputs) {
   const OpDef& def = op_def(id);

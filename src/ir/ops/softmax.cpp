@@ -1,4 +1,6 @@
 // softmax and log_softmax along one axis: shape rules, gradient rules, samples and the front-end.
+#include "tensorgrad/ir/ops/ids/softmax.h"
+
 #include "rules.h"
 
 namespace tg {
@@ -66,7 +68,7 @@ Tensor emit_softmax(OpId op, const Tensor& x, std::int64_t axis, const CallSite&
 }  // namespace
 
 const OpDef& Softmax_def() {
-  static const OpDef def{.name = op_name(OpId::Softmax),
+  static const OpDef def{.name = op_name(op::Softmax),
                          .arity = 1,
                          .attrs = {{"axis", AttrKind::integer}},
                          .shape = softmax_rule,
@@ -78,7 +80,7 @@ const OpDef& Softmax_def() {
 }
 
 const OpDef& LogSoftmax_def() {
-  static const OpDef def{.name = op_name(OpId::LogSoftmax),
+  static const OpDef def{.name = op_name(op::LogSoftmax),
                          .arity = 1,
                          .attrs = {{"axis", AttrKind::integer}},
                          .shape = softmax_rule,
@@ -89,9 +91,9 @@ const OpDef& LogSoftmax_def() {
   return def;
 }
 
-Tensor softmax(const Tensor& x, std::int64_t axis, CallSite loc) { return emit_softmax(OpId::Softmax, x, axis, loc); }
+Tensor softmax(const Tensor& x, std::int64_t axis, CallSite loc) { return emit_softmax(op::Softmax, x, axis, loc); }
 Tensor log_softmax(const Tensor& x, std::int64_t axis, CallSite loc) {
-  return emit_softmax(OpId::LogSoftmax, x, axis, loc);
+  return emit_softmax(op::LogSoftmax, x, axis, loc);
 }
 
 }  // namespace tg

@@ -3,10 +3,13 @@
 // dtype and are bit-exact. narrow and pad are each other's gradient; concat's gradient narrows the
 // cotangent once per input. The composites built from them (stack, split, flatten, split_heads,
 // merge_heads) are at the bottom.
+#include "tensorgrad/ir/ops/ids/structure.h"
+
 #include <algorithm>
 #include <numeric>
 
 #include "rules.h"
+#include "tensorgrad/ir/ops/ids/creation.h"
 
 namespace tg {
 
@@ -47,7 +50,7 @@ std::int64_t wrap_negative_axis(std::int64_t axis, std::int64_t rank) {
 // narrow (length >= 1) cannot express.
 Tensor zeros_like(const Tensor& x) {
   Attrs attrs{{"shape", x.shape()}, {"dtype", x.dtype()}};
-  return x.builder().emit(OpId::Zeros, {}, std::move(attrs), frontend::site(CallSite::current()));
+  return x.builder().emit(op::Zeros, {}, std::move(attrs), frontend::site(CallSite::current()));
 }
 
 // ---- narrow ----
@@ -207,7 +210,7 @@ std::optional<OpSample> concat_samples(SampleRng& rng, const std::optional<Tenso
 
 const OpDef& Narrow_def() {
   static const OpDef def{
-      .name = op_name(OpId::Narrow),
+      .name = op_name(op::Narrow),
       .arity = 1,
       .attrs = {{"axis", AttrKind::integer}, {"start", AttrKind::integer}, {"length", AttrKind::integer}},
       .shape = narrow_rule,
@@ -219,7 +222,7 @@ const OpDef& Narrow_def() {
 
 const OpDef& Pad_def() {
   static const OpDef def{
-      .name = op_name(OpId::Pad),
+      .name = op_name(op::Pad),
       .arity = 1,
       .attrs = {{"axis", AttrKind::integer}, {"before", AttrKind::integer}, {"after", AttrKind::integer}},
       .shape = pad_rule,
@@ -230,7 +233,7 @@ const OpDef& Pad_def() {
 }
 
 const OpDef& Concat_def() {
-  static const OpDef def{.name = op_name(OpId::Concat),
+  static const OpDef def{.name = op_name(op::Concat),
                          .arity = kVariadic,
                          .attrs = {{"axis", AttrKind::integer}},
                          .shape = concat_rule,
@@ -261,18 +264,18 @@ std::vector<TensorType> types_of(const std::vector<Tensor>& xs) {
 
 Tensor narrow(const Tensor& x, std::int64_t axis, std::int64_t start, std::int64_t length, CallSite loc) {
   Attrs attrs{{"axis", wrap_negative_axis(axis, x.rank())}, {"start", start}, {"length", length}};
-  return frontend::emit(OpId::Narrow, {x}, std::move(attrs), loc);
+  return frontend::emit(op::Narrow, {x}, std::move(attrs), loc);
 }
 
 Tensor pad(const Tensor& x, std::int64_t axis, std::int64_t before, std::int64_t after, CallSite loc) {
   Attrs attrs{{"axis", wrap_negative_axis(axis, x.rank())}, {"before", before}, {"after", after}};
-  return frontend::emit(OpId::Pad, {x}, std::move(attrs), loc);
+  return frontend::emit(op::Pad, {x}, std::move(attrs), loc);
 }
 
 Tensor concat(const std::vector<Tensor>& xs, std::int64_t axis, CallSite loc) {
   if (xs.empty()) composite_error("concat", {}, "needs at least one input", loc);
   Attrs attrs{{"axis", wrap_negative_axis(axis, xs.front().rank())}};
-  return xs.front().builder().emit(OpId::Concat, xs, std::move(attrs), frontend::site(loc));
+  return xs.front().builder().emit(op::Concat, xs, std::move(attrs), frontend::site(loc));
 }
 
 Tensor stack(const std::vector<Tensor>& xs, std::int64_t axis, CallSite loc) {

@@ -1,5 +1,7 @@
 // Launches of the constant fills (shaders/creation.comp): full, zeros, ones. The value is encoded
 // on the host as the output's 32-bit word (float bits for f32, int32 for i32 and bool).
+#include "tensorgrad/ir/ops/ids/creation.h"
+
 #include <bit>
 #include <cstdint>
 
@@ -39,9 +41,9 @@ KernelLaunch ones(const Graph& graph, const Node& node) { return fill(graph, nod
 }  // namespace
 
 void register_creation_kernels(KernelPlanTable& table) {
-  table[static_cast<std::size_t>(OpId::Full)] = full;
-  table[static_cast<std::size_t>(OpId::Zeros)] = zeros;
-  table[static_cast<std::size_t>(OpId::Ones)] = ones;
+  table[static_cast<std::size_t>(op::Full)] = full;
+  table[static_cast<std::size_t>(op::Zeros)] = zeros;
+  table[static_cast<std::size_t>(op::Ones)] = ones;
 }
 
 }  // namespace tg::vk

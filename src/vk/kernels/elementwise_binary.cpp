@@ -3,6 +3,8 @@
 // contiguously and dropping axes of extent 1, so most broadcasts need 1-3 axes. When every input
 // has the output's shape the shader takes its contiguous fast path: uvec4 words, one per
 // invocation, no index arithmetic.
+#include "tensorgrad/ir/ops/ids/elementwise_binary.h"
+
 #include <algorithm>
 #include <iterator>
 
@@ -118,16 +120,16 @@ constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
 }  // namespace
 
 void register_elementwise_binary_kernels(KernelPlanTable& table) {
-  table[slot(OpId::Add)] = plan<add>;
-  table[slot(OpId::Sub)] = plan<sub>;
-  table[slot(OpId::Mul)] = plan<mul>;
-  table[slot(OpId::Div)] = plan<div>;
-  table[slot(OpId::Minimum)] = plan<minimum>;
-  table[slot(OpId::Maximum)] = plan<maximum>;
-  table[slot(OpId::Less)] = plan<less>;
-  table[slot(OpId::Greater)] = plan<greater>;
-  table[slot(OpId::Equal)] = plan<equal>;
-  table[slot(OpId::Where)] = plan<where>;
+  table[slot(op::Add)] = plan<add>;
+  table[slot(op::Sub)] = plan<sub>;
+  table[slot(op::Mul)] = plan<mul>;
+  table[slot(op::Div)] = plan<div>;
+  table[slot(op::Minimum)] = plan<minimum>;
+  table[slot(op::Maximum)] = plan<maximum>;
+  table[slot(op::Less)] = plan<less>;
+  table[slot(op::Greater)] = plan<greater>;
+  table[slot(op::Equal)] = plan<equal>;
+  table[slot(op::Where)] = plan<where>;
 }
 
 }  // namespace tg::vk

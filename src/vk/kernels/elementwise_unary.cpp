@@ -1,5 +1,7 @@
 // Launches of the unary elementwise family (shaders/elementwise_unary.comp): contiguous input and
 // output of the same shape, the op as a push constant.
+#include "tensorgrad/ir/ops/ids/elementwise_unary.h"
+
 #include <iterator>
 
 #include "vk/kernels/kernels.h"
@@ -68,22 +70,22 @@ constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
 }  // namespace
 
 void register_elementwise_unary_kernels(KernelPlanTable& table) {
-  table[slot(OpId::Neg)] = plan<neg>;
-  table[slot(OpId::Abs)] = plan<abs_>;
-  table[slot(OpId::Square)] = plan<square>;
-  table[slot(OpId::Sqrt)] = plan<sqrt_>;
-  table[slot(OpId::Rsqrt)] = plan<rsqrt>;
-  table[slot(OpId::Exp)] = plan<exp_>;
-  table[slot(OpId::Log)] = plan<log_>;
-  table[slot(OpId::Sin)] = plan<sin_>;
-  table[slot(OpId::Cos)] = plan<cos_>;
-  table[slot(OpId::Tanh)] = plan<tanh_>;
-  table[slot(OpId::Sigmoid)] = plan<sigmoid>;
-  table[slot(OpId::Relu)] = plan<relu>;
-  table[slot(OpId::Gelu)] = plan<gelu>;
-  table[slot(OpId::Silu)] = plan<silu>;
-  table[slot(OpId::Clamp)] = plan<clamp>;
-  table[slot(OpId::StopGradient)] = plan<copy>;
+  table[slot(op::Neg)] = plan<neg>;
+  table[slot(op::Abs)] = plan<abs_>;
+  table[slot(op::Square)] = plan<square>;
+  table[slot(op::Sqrt)] = plan<sqrt_>;
+  table[slot(op::Rsqrt)] = plan<rsqrt>;
+  table[slot(op::Exp)] = plan<exp_>;
+  table[slot(op::Log)] = plan<log_>;
+  table[slot(op::Sin)] = plan<sin_>;
+  table[slot(op::Cos)] = plan<cos_>;
+  table[slot(op::Tanh)] = plan<tanh_>;
+  table[slot(op::Sigmoid)] = plan<sigmoid>;
+  table[slot(op::Relu)] = plan<relu>;
+  table[slot(op::Gelu)] = plan<gelu>;
+  table[slot(op::Silu)] = plan<silu>;
+  table[slot(op::Clamp)] = plan<clamp>;
+  table[slot(op::StopGradient)] = plan<copy>;
 }
 
 }  // namespace tg::vk

@@ -8,6 +8,8 @@
 // Every launch declares its loop passes (kernels.h); pooling gradients with windows above 53x53 at
 // stride 1 (each input element re-finds the argmax of up to k*k windows of k*k taps) declare more
 // than lavapipe's 65535, and check_loop_limit refuses them there by name.
+#include "tensorgrad/ir/ops/ids/image.h"
+
 #include <algorithm>
 #include <initializer_list>
 #include <limits>
@@ -258,11 +260,11 @@ constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
 }  // namespace
 
 void register_image_kernels(KernelPlanTable& table) {
-  table[slot(OpId::Conv2d)] = plan_conv_op<conv>;
-  table[slot(OpId::Conv2dInputGrad)] = plan_conv_op<input_grad>;
-  table[slot(OpId::Conv2dWeightGrad)] = plan_conv_op<weight_grad>;
-  table[slot(OpId::MaxPool2d)] = plan_max_pool2d;
-  table[slot(OpId::MaxPool2dGrad)] = plan_max_pool2d_grad;
+  table[slot(op::Conv2d)] = plan_conv_op<conv>;
+  table[slot(op::Conv2dInputGrad)] = plan_conv_op<input_grad>;
+  table[slot(op::Conv2dWeightGrad)] = plan_conv_op<weight_grad>;
+  table[slot(op::MaxPool2d)] = plan_max_pool2d;
+  table[slot(op::MaxPool2dGrad)] = plan_max_pool2d_grad;
 }
 
 }  // namespace tg::vk

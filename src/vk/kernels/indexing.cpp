@@ -9,6 +9,8 @@
 // the interpreter rejects a bad index there too. scatter_add is a gather (see its shader): no
 // float atomics, each output element summed in a fixed order. softmax_causal follows
 // shaders/softmax.comp: one invocation per short row, one workgroup per long row.
+#include "tensorgrad/ir/ops/ids/indexing.h"
+
 #include <algorithm>
 #include <bit>
 #include <string>
@@ -253,12 +255,12 @@ constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
 }  // namespace
 
 void register_indexing_kernels(KernelPlanTable& table) {
-  table[slot(OpId::OneHot)] = plan_one_hot;
-  table[slot(OpId::Embedding)] = plan_embedding;
-  table[slot(OpId::TakeAlongAxis)] = plan_take_along_axis;
-  table[slot(OpId::ScatterAdd)] = plan_scatter_add;
-  table[slot(OpId::SoftmaxCausal)] = plan_softmax_causal;
-  table[slot(OpId::WhereCausal)] = plan_where_causal;
+  table[slot(op::OneHot)] = plan_one_hot;
+  table[slot(op::Embedding)] = plan_embedding;
+  table[slot(op::TakeAlongAxis)] = plan_take_along_axis;
+  table[slot(op::ScatterAdd)] = plan_scatter_add;
+  table[slot(op::SoftmaxCausal)] = plan_softmax_causal;
+  table[slot(op::WhereCausal)] = plan_where_causal;
 }
 
 }  // namespace tg::vk

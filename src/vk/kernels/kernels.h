@@ -246,7 +246,7 @@ inline std::size_t binding_count(const KernelLaunch& launch) {
 }
 
 using KernelPlanFn = KernelLaunch (*)(const Graph& graph, const Node& node);
-using KernelPlanTable = std::array<KernelPlanFn, kNumOps>;
+using KernelPlanTable = std::array<KernelPlanFn, kOpIdSpace>;  // indexed by OpId value
 
 void register_elementwise_binary_kernels(KernelPlanTable& table);
 void register_elementwise_unary_kernels(KernelPlanTable& table);

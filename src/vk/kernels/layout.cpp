@@ -3,11 +3,14 @@
 // sum_to_shape adds each output's preimage in the interpreter's fixed order, so it gives the same
 // f32 bits (shaders/sum_to_shape.comp); arange (creation family) fills out[i] = i
 // (shaders/arange.comp). Data movement copies raw 32-bit words, so it serves every dtype.
+#include "tensorgrad/ir/ops/ids/layout.h"
+
 #include <algorithm>
 #include <numeric>
 #include <utility>
 
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/ir/ops/ids/creation.h"
 #include "tensorgrad/vk/error.h"
 #include "vk/kernels/kernels.h"
 
@@ -106,13 +109,13 @@ KernelLaunch gather(const Graph& graph, const Node& node, const std::vector<std:
   // The op's paths, by form.
   const bool strided = push.rank > 0;
   switch (node.op) {
-    case OpId::Reshape:
+    case op::Reshape:
       launch.paths = {&kReshape};
       break;
-    case OpId::Permute:
+    case op::Permute:
       launch.paths = {strided ? &kPermuteStrided : &kPermuteContiguous};
       break;
-    case OpId::SwapAxes:
+    case op::SwapAxes:
       launch.paths = {strided ? &kSwapAxesStrided : &kSwapAxesContiguous};
       break;
     default:  // broadcast_to
@@ -395,12 +398,12 @@ constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
 }  // namespace
 
 void register_layout_kernels(KernelPlanTable& table) {
-  table[slot(OpId::Reshape)] = reshape;
-  table[slot(OpId::Permute)] = permute;
-  table[slot(OpId::SwapAxes)] = swap_axes;
-  table[slot(OpId::BroadcastTo)] = broadcast_to;
-  table[slot(OpId::SumToShape)] = sum_to_shape;
-  table[slot(OpId::Arange)] = arange;  // creation family; registered here (creation.cpp is not mine)
+  table[slot(op::Reshape)] = reshape;
+  table[slot(op::Permute)] = permute;
+  table[slot(op::SwapAxes)] = swap_axes;
+  table[slot(op::BroadcastTo)] = broadcast_to;
+  table[slot(op::SumToShape)] = sum_to_shape;
+  table[slot(op::Arange)] = arange;  // creation family; registered here (creation.cpp is not mine)
 }
 
 }  // namespace tg::vk

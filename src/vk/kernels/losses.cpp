@@ -12,6 +12,8 @@
 // then their combine), where one workgroup would loop positions / 256 times per invocation, past
 // llvmpipe's loop limit (kernels.h) for 2^24 rows. The targets are checked through the executor's
 // index check (IndexCheck, "target"), as the interpreter's RuntimeError.
+#include "tensorgrad/ir/ops/ids/losses.h"
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -173,8 +175,8 @@ constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
 }  // namespace
 
 void register_losses_kernels(KernelPlanTable& table) {
-  table[slot(OpId::NllLoss)] = plan<kNll>;
-  table[slot(OpId::CrossEntropy)] = plan<kCrossEntropy>;
+  table[slot(op::NllLoss)] = plan<kNll>;
+  table[slot(op::CrossEntropy)] = plan<kCrossEntropy>;
 }
 
 }  // namespace tg::vk

@@ -23,6 +23,8 @@
 // the launch gives the same bits as the plain one on the copy. Plain launches set no specialization
 // constants: their pipeline is the untransposed kernel alone, which runtime transpose flags had
 // slowed (~11% for the large tiles on an H200).
+#include "tensorgrad/ir/ops/ids/matmul.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -295,6 +297,6 @@ KernelLaunch ordered_sum_of_partials(ValueId output, std::uint64_t n, std::uint6
   return sum;
 }
 
-void register_matmul_kernels(KernelPlanTable& table) { table[static_cast<std::size_t>(OpId::Matmul)] = plan_matmul; }
+void register_matmul_kernels(KernelPlanTable& table) { table[static_cast<std::size_t>(op::Matmul)] = plan_matmul; }
 
 }  // namespace tg::vk

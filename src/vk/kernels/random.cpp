@@ -3,6 +3,8 @@
 // key (step seed, salt) exactly as src/interp/philox.h does (shaders/philox.glsl), so the words,
 // and therefore dropout's kept elements, are the interpreter's bit for bit. The step seed is the
 // op's 0-d i32 input, read by the shader from its buffer (it changes every run, the graph does not).
+#include "tensorgrad/ir/ops/ids/random.h"
+
 #include <cmath>
 #include <string>
 
@@ -94,8 +96,8 @@ constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
 }  // namespace
 
 void register_random_kernels(KernelPlanTable& table) {
-  table[slot(OpId::Randn)] = plan_randn;
-  table[slot(OpId::Dropout)] = plan_dropout;
+  table[slot(op::Randn)] = plan_randn;
+  table[slot(op::Dropout)] = plan_dropout;
 }
 
 }  // namespace tg::vk

@@ -11,6 +11,8 @@
 // trees and a combine of at most 32 partials (10^6 x 0.1f: within 4e-7). One workgroup per row of
 // 2^23 terms looped 32768 times per invocation, past llvmpipe's loop limit (kernels.h), and left
 // a GPU with one busy workgroup.
+#include "tensorgrad/ir/ops/ids/reduce.h"
+
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -304,12 +306,12 @@ std::uint64_t append_scratch_sum(KernelLaunch& launch, ValueId output, std::uint
 }
 
 void register_reduce_kernels(KernelPlanTable& table) {
-  table[slot(OpId::Sum)] = plan<sum>;
-  table[slot(OpId::Mean)] = plan<mean>;
-  table[slot(OpId::Max)] = plan<max>;
-  table[slot(OpId::Min)] = plan<min>;
-  table[slot(OpId::Argmax)] = plan<argmax>;
-  table[slot(OpId::Argmin)] = plan<argmin>;
+  table[slot(op::Sum)] = plan<sum>;
+  table[slot(op::Mean)] = plan<mean>;
+  table[slot(op::Max)] = plan<max>;
+  table[slot(op::Min)] = plan<min>;
+  table[slot(op::Argmax)] = plan<argmax>;
+  table[slot(op::Argmin)] = plan<argmin>;
 }
 
 }  // namespace tg::vk

@@ -6,6 +6,8 @@
 // are split across workgroups by shaders/softmax_split.comp in three dispatches (chunk maxima,
 // chunk sums, outputs) through the node's scratch: a workgroup per row of 2^25 elements would
 // loop 3 x 131072 times per invocation, past llvmpipe's loop limit (kernels.h).
+#include "tensorgrad/ir/ops/ids/softmax.h"
+
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -126,8 +128,8 @@ constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
 }  // namespace
 
 void register_softmax_kernels(KernelPlanTable& table) {
-  table[slot(OpId::Softmax)] = plan<0>;
-  table[slot(OpId::LogSoftmax)] = plan<1>;
+  table[slot(op::Softmax)] = plan<0>;
+  table[slot(op::LogSoftmax)] = plan<1>;
 }
 
 }  // namespace tg::vk

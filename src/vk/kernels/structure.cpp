@@ -7,6 +7,8 @@
 // bindings (9 with the output: the per-stage storage-buffer limit of every desktop driver and of
 // lavapipe is far above that, though the Vulkan minimum is 4). A concat of more than 8 inputs is
 // refused with a tg::Error (the executor runs one dispatch per node, so it cannot be split here).
+#include "tensorgrad/ir/ops/ids/structure.h"
+
 #include <string>
 
 #include "tensorgrad/ir/error.h"
@@ -96,7 +98,7 @@ KernelLaunch segments(const Graph& graph, const Node& node, std::int64_t axis, s
   append_pod(launch.push, push);
   launch.items = push.n;
   launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
-  launch.paths = {node.op == OpId::Pad ? &kPad : &kConcat};
+  launch.paths = {node.op == op::Pad ? &kPad : &kConcat};
   return launch;
 }
 
@@ -119,9 +121,9 @@ constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
 }  // namespace
 
 void register_structure_kernels(KernelPlanTable& table) {
-  table[slot(OpId::Narrow)] = narrow;
-  table[slot(OpId::Pad)] = pad;
-  table[slot(OpId::Concat)] = concat;
+  table[slot(op::Narrow)] = narrow;
+  table[slot(op::Pad)] = pad;
+  table[slot(op::Concat)] = concat;
 }
 
 }  // namespace tg::vk

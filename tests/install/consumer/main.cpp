@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <string>
 
 int main() {
   try {
@@ -13,6 +14,12 @@ int main() {
     tg::Tensor x = builder.input("x", {tg::DType::f32, {2, 2}});
     tg::Tensor w = builder.param("w", {tg::DType::f32, {2, 1}});
     builder.output("loss", tg::sum(tg::matmul(x, w) * 2.f + 1.f));
+    // The op constants come from the headers generated from ops.def at build time.
+    if (builder.graph().nodes().front().op != tg::op::Matmul) {
+      std::fprintf(stderr, "FAIL: the first node is %s, not matmul\n",
+                   std::string(tg::op_name(builder.graph().nodes().front().op)).c_str());
+      return 1;
+    }
 
     tg::TensorMap inputs;
     inputs.emplace("x", tg::HostTensor::f32({2, 2}, {1, 2, 3, 4}));

@@ -1,5 +1,6 @@
 #pragma once
-// The op contract. Every op in ops.def has one OpDef: name, arity, attribute schema, shape rule,
+// The op contract. Every op in ops.def has one OpDef (returned by its Id_def(), declared in the
+// generated family header tensorgrad/ir/ops/ids/<family>.h): name, arity, attribute schema, shape rule,
 // gradient rule (or an explicit "not differentiable" mark), sample generator and tolerance class.
 // Kernels live in the backends and are looked up by OpId.
 #include <cstddef>
@@ -68,16 +69,9 @@ struct OpDef {
 
 const OpDef& op_def(OpId id);
 std::optional<OpId> find_op(std::string_view name);
-// Every OpId in registry order, for tests and tools that walk the registry.
-std::span<const OpId> all_ops();
 
 // Checks attrs against the op's schema (names and kinds), then runs the shape rule. Throws
 // RuleBroken on failure; the builder and the verifier add context.
 TensorType infer_type(OpId id, const Attrs& attrs, std::span<const TensorType> inputs);
-
-// One function per op, defined in that op's family file under src/ir/ops.
-#define TG_OP(id, name) const OpDef& id##_def();
-#include "tensorgrad/ir/ops/ops.def"
-#undef TG_OP
 
 }  // namespace tg
