@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "../examples/models.h"
-#include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/train/training.h"
 
 namespace tg::bench {

@@ -15,8 +15,8 @@
 #include <string>
 
 #include "../support/test_scale.h"
+#include "support/library.h"
 #include "tensorgrad/ir/launch_paths.h"
-#include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/device.h"
 #include "tensorgrad/vk/executor.h"
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 
 namespace tg::golden {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 
 namespace tg::golden {
 

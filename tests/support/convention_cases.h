@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 
 namespace tg::conventions {
 

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "support/library.h"
 #include "tensorgrad/ir/ops/ids/elementwise_unary.h"
 #include "tensorgrad/ir/ops/ids/indexing.h"
 #include "tensorgrad/ir/ops/ids/losses.h"
 #include "tensorgrad/ir/ops/ids/softmax.h"
-#include "tensorgrad/tensorgrad.h"
 
 namespace tg::testing::large {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The error bound allowed when an f32 run of a graph is compared with the f64 oracle, shared by the
 // property suites and the golden tests (docs/testing.md, "Tolerances").
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 
 namespace tg::testing {
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "../../examples/models.h"
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "tensorgrad/train/safetensors.h"
 #include "tensorgrad/train/training.h"
 #include "train/json.h"

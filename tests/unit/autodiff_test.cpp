@@ -2,7 +2,7 @@
 // integer values, error cases and call sites of gradient nodes.
 #include <gtest/gtest.h>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 
 namespace tg {
 namespace {

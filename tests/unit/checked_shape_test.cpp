@@ -10,8 +10,8 @@
 #include <limits>
 #include <string>
 
+#include "support/library.h"
 #include "tensorgrad/ir/ops/ids/elementwise_unary.h"
-#include "tensorgrad/tensorgrad.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <typeinfo>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "tensorgrad/train/training.h"
 
 namespace tg {

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "tensorgrad/train/training.h"
 
 namespace tg {

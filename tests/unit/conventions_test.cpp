@@ -6,7 +6,7 @@
 #include <string>
 
 #include "support/convention_cases.h"
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 
 namespace tg {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <tbb/global_control.h>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 
 namespace tg {
 namespace {

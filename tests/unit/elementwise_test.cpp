@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "interp/kernels/broadcast_indexer.h"
+#include "support/library.h"
 #include "tensorgrad/ir/ops/ids/elementwise_binary.h"
 #include "tensorgrad/ir/ops/ids/elementwise_unary.h"
-#include "tensorgrad/tensorgrad.h"
 
 namespace {
 

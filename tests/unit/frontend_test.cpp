@@ -6,10 +6,10 @@
 #include <functional>
 #include <string>
 
+#include "support/library.h"
 #include "tensorgrad/ir/ops/ids/creation.h"
 #include "tensorgrad/ir/ops/ids/elementwise_binary.h"
 #include "tensorgrad/ir/ops/ids/elementwise_unary.h"
-#include "tensorgrad/tensorgrad.h"
 
 namespace {
 

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "support/library.h"
 #include "tensorgrad/ir/ops/ids/elementwise_unary.h"
-#include "tensorgrad/tensorgrad.h"
 
 namespace {
 

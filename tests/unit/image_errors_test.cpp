@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "support/library.h"
 #include "tensorgrad/ir/ops/ids/image.h"
-#include "tensorgrad/tensorgrad.h"
 
 namespace {
 

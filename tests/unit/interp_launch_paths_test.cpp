@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "support/library.h"
 #include "tensorgrad/ir/launch_paths.h"
-#include "tensorgrad/tensorgrad.h"
 
 namespace tg {
 namespace {

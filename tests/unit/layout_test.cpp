@@ -10,8 +10,8 @@
 #include <functional>
 #include <numeric>
 
+#include "support/library.h"
 #include "tensorgrad/ir/ops/ids/creation.h"
-#include "tensorgrad/tensorgrad.h"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "tensorgrad/train/init.h"
 #include "tensorgrad/train/nn.h"
 

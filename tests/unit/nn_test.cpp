@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "tensorgrad/train/init.h"
 #include "tensorgrad/train/module.h"
 

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "support/library.h"
 #include "support/train_parity.h"
 #include "tensorgrad/passes/optimizer.h"
-#include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/train/schedule.h"
 #include "train/json.h"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 
 namespace tg {
 namespace {

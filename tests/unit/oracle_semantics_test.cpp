@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "interp/philox.h"
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 
 namespace tg {
 namespace {

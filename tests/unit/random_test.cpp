@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "interp/philox.h"
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 
 namespace {
 

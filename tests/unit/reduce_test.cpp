@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "support/library.h"
 #include "tensorgrad/ir/ops/ids/softmax.h"
-#include "tensorgrad/tensorgrad.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 
 #include <set>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "tensorgrad/vk/executor.h"
 
 namespace tg {

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "tensorgrad/train/safetensors.h"
 #include "tensorgrad/train/training.h"
 

@@ -7,7 +7,7 @@
 #include <limits>
 #include <string>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 
 namespace tg {
 namespace {

@@ -7,10 +7,10 @@
 #include <random>
 #include <string>
 
+#include "support/library.h"
 #include "tensorgrad/ir/ops/ids/elementwise_binary.h"
 #include "tensorgrad/ir/ops/ids/elementwise_unary.h"
 #include "tensorgrad/ir/ops/ids/reduce.h"
-#include "tensorgrad/tensorgrad.h"
 
 namespace {
 

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 
 namespace tg {
 namespace {

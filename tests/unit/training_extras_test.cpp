@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "tensorgrad/train/capture.h"
 #include "tensorgrad/train/training.h"
 

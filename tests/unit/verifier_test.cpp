@@ -4,12 +4,12 @@
 
 #include <string>
 
+#include "support/library.h"
 #include "tensorgrad/ir/ops/ids/elementwise_binary.h"
 #include "tensorgrad/ir/ops/ids/elementwise_unary.h"
 #include "tensorgrad/ir/ops/ids/matmul.h"
 #include "tensorgrad/ir/ops/ids/reduce.h"
 #include "tensorgrad/ir/ops/ids/softmax.h"
-#include "tensorgrad/tensorgrad.h"
 
 namespace {
 

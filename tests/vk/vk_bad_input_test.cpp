@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "support/bad_input.h"
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk/kernels/kernels.h"
 #include "vk_test_support.h"

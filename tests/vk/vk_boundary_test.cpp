@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "vk_boundary_check.h"
 #include "vk_oracle_check.h"
 #include "vk_test_support.h"

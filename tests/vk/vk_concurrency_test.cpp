@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "tensorgrad/train/training.h"
 #include "vk_test_support.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "support/convention_cases.h"
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk_test_support.h"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "tensorgrad/vk/executor.h"
 #include "tensorgrad/vk/shaders.h"
 #include "vk/spirv_float_controls.h"

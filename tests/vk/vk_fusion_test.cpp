@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "support/library.h"
 #include "tensorgrad/ir/ops/ids/elementwise_binary.h"
 #include "tensorgrad/ir/ops/ids/elementwise_unary.h"
 #include "tensorgrad/passes/optimizer.h"
-#include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk/fusion.h"
 #include "vk/kernels/kernels.h"

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "support/library.h"
 #include "tensorgrad/ir/launch_paths.h"
-#include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk_oracle_check.h"
 #include "vk_test_support.h"

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "property/graph_gen.h"
+#include "support/library.h"
 #include "tensorgrad/ir/ops/ids/image.h"
 #include "tensorgrad/ir/ops/ids/indexing.h"
 #include "tensorgrad/ir/ops/ids/layout.h"
@@ -20,7 +21,6 @@
 #include "tensorgrad/ir/ops/ids/matmul.h"
 #include "tensorgrad/ir/ops/ids/reduce.h"
 #include "tensorgrad/ir/ops/ids/softmax.h"
-#include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk/kernels/kernels.h"
 #include "vk_oracle_check.h"

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "property/graph_gen.h"
+#include "support/library.h"
 #include "support/tolerance.h"
 #include "tensorgrad/ir/ops/ids/losses.h"
-#include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk_oracle_check.h"
 #include "vk_test_support.h"

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "support/library.h"
 #include "tensorgrad/ir/ops/ids/matmul.h"
-#include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk/kernels/kernels.h"
 #include "vk_oracle_check.h"

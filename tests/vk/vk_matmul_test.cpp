@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk_oracle_check.h"
 #include "vk_test_support.h"

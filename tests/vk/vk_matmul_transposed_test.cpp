@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "../../examples/models.h"
+#include "support/library.h"
 #include "tensorgrad/ir/ops/ids/layout.h"
 #include "tensorgrad/ir/ops/ids/matmul.h"
-#include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk/fusion.h"
 #include "vk/kernels/kernels.h"

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "support/library.h"
 #include "support/tolerance.h"
-#include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk_test_support.h"
 

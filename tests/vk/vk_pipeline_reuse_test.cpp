@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk/compute.h"
 #include "vk_oracle_check.h"

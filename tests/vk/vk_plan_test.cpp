@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk/plan.h"
 #include "vk_transformer_step.h"

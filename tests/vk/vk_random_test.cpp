@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "interp/philox.h"
+#include "support/library.h"
 #include "support/tolerance.h"
 #include "tensorgrad/ir/ops/ids/random.h"
-#include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk/buffer.h"
 #include "vk/commands.h"

@@ -15,7 +15,7 @@
 #include <tuple>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk_oracle_check.h"
 #include "vk_test_support.h"

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk_test_support.h"
 

@@ -7,8 +7,8 @@
 #include <limits>
 #include <string>
 
+#include "support/library.h"
 #include "tensorgrad/ir/ops/ids/indexing.h"
-#include "tensorgrad/tensorgrad.h"
 #include "vk_test_support.h"
 
 namespace tg::vk {

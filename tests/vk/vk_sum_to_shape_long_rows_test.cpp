@@ -23,8 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "support/library.h"
 #include "tensorgrad/ir/ops/ids/layout.h"
-#include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk/kernels/kernels.h"
 #include "vk_oracle_check.h"

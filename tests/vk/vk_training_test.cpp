@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "tensorgrad/train/training.h"
 #include "vk_test_support.h"
 

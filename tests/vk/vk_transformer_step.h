@@ -9,7 +9,7 @@
 #include <string>
 
 #include "../../examples/models.h"
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "tensorgrad/train/training.h"
 #include "vk_oracle_check.h"
 

@@ -9,7 +9,7 @@
 #include <iostream>
 #include <string>
 
-#include "tensorgrad/tensorgrad.h"
+#include "support/library.h"
 #include "vk_oracle_check.h"
 #include "vk_test_support.h"
 #include "vk_transformer_step.h"
