@@ -121,7 +121,7 @@ SAFETENSORS = {
 
 def op_names():
     text = (ROOT / "include/tensorgrad/ir/ops/ops.def").read_text()
-    return re.findall(r'^TG_OP\(\w+, "(\w+)"\)', text, re.M)
+    return re.findall(r'^TG_(?:OP|EW)\(\w+, "(\w+)"', text, re.M)
 
 
 def attr_names():
