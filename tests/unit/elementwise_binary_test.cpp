@@ -1,17 +1,20 @@
-// The elementwise families: forward values in both compute types against <cmath>, broadcasting and
-// scalar operands, shape and dtype errors, the OpDef parts, and every grad rule against central
-// finite differences of the forward kernel.
+// The elementwise_binary family: forward values in both compute types against <cmath> with
+// broadcasting and scalar operands, comparisons and where, shape and dtype errors, and, for every op
+// the registry lists in the family (no test edit for a new op), the OpDef parts, valid samples, f32
+// against the f64 oracle, and the grad rule against central finite differences.
+#include "tensorgrad/ir/ops/ids/elementwise_binary.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
-#include "interp/kernels/broadcast_indexer.h"
+#include "support/elementwise_run.h"
 #include "support/library.h"
-#include "tensorgrad/ir/ops/ids/elementwise_binary.h"
-#include "tensorgrad/ir/ops/ids/elementwise_unary.h"
+#include "support/op_family.h"
 
 namespace {
 
@@ -21,122 +24,13 @@ using tg::HostTensor;
 using tg::OpId;
 namespace op = tg::op;
 using tg::Tensor;
+using tg::test::expect_values;
+using tg::test::kBothComputeTypes;
+using tg::test::NamedInput;
+using tg::test::run;
+using tg::test::tolerance;
 
-constexpr ComputeType kBothComputeTypes[] = {ComputeType::f64, ComputeType::f32};
-
-struct NamedInput {
-  std::string name;
-  HostTensor value;
-};
-using Build = std::function<Tensor(const std::vector<Tensor>&)>;
-
-// Traces `build` over inputs of the given values' types and runs the graph; returns output "y".
-HostTensor run(const std::vector<NamedInput>& inputs, const Build& build, ComputeType compute) {
-  tg::GraphBuilder b("g");
-  tg::TracingScope scope(b);
-  std::vector<Tensor> xs;
-  tg::TensorMap feed;
-  for (const auto& in : inputs) {
-    xs.push_back(b.input(in.name, in.value.type));
-    feed.emplace(in.name, in.value);
-  }
-  b.output("y", build(xs));
-  const tg::Graph g = b.take();
-  return tg::interpret(g, feed, {.compute = compute, .check_coverage = true}).outputs.at("y");
-}
-
-// f32 mode rounds inputs to float and computes in float: a relative bound of a few dozen ulp.
-double tolerance(ComputeType compute, double expected) {
-  const double rel = compute == ComputeType::f64 ? 1e-13 : 4e-6;
-  return rel * (1.0 + std::fabs(expected));
-}
-
-void expect_values(const HostTensor& got, const std::vector<double>& expected, ComputeType compute) {
-  ASSERT_EQ(got.values.size(), expected.size());
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_NEAR(got.values[i], expected[i], tolerance(compute, expected[i])) << "element " << i;
-  }
-}
-
-const std::vector<float> kSmooth = {-1.7f, -0.6f, -0.05f, 0.3f, 0.9f, 1.8f};
-const std::vector<float> kPositive = {0.2f, 0.5f, 1.0f, 1.7f, 2.5f, 3.1f};
-
-double reference_sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-double reference_gelu(double x) {
-  const double pi = std::acos(-1.0);
-  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / pi) * (x + 0.044715 * x * x * x)));
-}
-
-struct UnaryCase {
-  const char* name;
-  std::function<Tensor(const Tensor&)> op;
-  std::function<double(double)> reference;
-  const std::vector<float>* inputs;
-};
-
-std::vector<UnaryCase> unary_cases() {
-  return {
-      {"neg", [](const Tensor& x) { return tg::neg(x); }, [](double x) { return -x; }, &kSmooth},
-      {"unary minus", [](const Tensor& x) { return -x; }, [](double x) { return -x; }, &kSmooth},
-      {"abs", [](const Tensor& x) { return tg::abs(x); }, [](double x) { return std::fabs(x); }, &kSmooth},
-      {"square", [](const Tensor& x) { return tg::square(x); }, [](double x) { return x * x; }, &kSmooth},
-      {"sqrt", [](const Tensor& x) { return tg::sqrt(x); }, [](double x) { return std::sqrt(x); }, &kPositive},
-      {"rsqrt", [](const Tensor& x) { return tg::rsqrt(x); }, [](double x) { return 1 / std::sqrt(x); }, &kPositive},
-      {"exp", [](const Tensor& x) { return tg::exp(x); }, [](double x) { return std::exp(x); }, &kSmooth},
-      {"log", [](const Tensor& x) { return tg::log(x); }, [](double x) { return std::log(x); }, &kPositive},
-      {"sin", [](const Tensor& x) { return tg::sin(x); }, [](double x) { return std::sin(x); }, &kSmooth},
-      {"cos", [](const Tensor& x) { return tg::cos(x); }, [](double x) { return std::cos(x); }, &kSmooth},
-      {"tanh", [](const Tensor& x) { return tg::tanh(x); }, [](double x) { return std::tanh(x); }, &kSmooth},
-      {"sigmoid", [](const Tensor& x) { return tg::sigmoid(x); }, reference_sigmoid, &kSmooth},
-      {"relu", [](const Tensor& x) { return tg::relu(x); }, [](double x) { return x > 0 ? x : 0.0; }, &kSmooth},
-      {"gelu", [](const Tensor& x) { return tg::gelu(x); }, reference_gelu, &kSmooth},
-      {"silu", [](const Tensor& x) { return tg::silu(x); }, [](double x) { return x * reference_sigmoid(x); },
-       &kSmooth},
-      {"clamp", [](const Tensor& x) { return tg::clamp(x, -0.5, 1.25); },
-       [](double x) { return std::fmin(std::fmax(x, -0.5), 1.25); }, &kSmooth},
-      {"stop_gradient", [](const Tensor& x) { return tg::stop_gradient(x); }, [](double x) { return x; }, &kSmooth},
-  };
-}
-
-TEST(ElementwiseUnary, ForwardValuesMatchCmath) {
-  for (const auto& c : unary_cases()) {
-    std::vector<double> expected;
-    for (float v : *c.inputs) expected.push_back(c.reference(v));
-    for (ComputeType compute : kBothComputeTypes) {
-      SCOPED_TRACE(std::string(c.name) + (compute == ComputeType::f64 ? " f64" : " f32"));
-      const HostTensor y = run(
-          {{"x", HostTensor::f32({2, 3}, *c.inputs)}}, [&](auto& x) { return c.op(x[0]); }, compute);
-      EXPECT_EQ(y.type, (tg::TensorType{DType::f32, {2, 3}}));
-      expect_values(y, expected, compute);
-    }
-  }
-}
-
-TEST(ElementwiseUnary, SigmoidAndSiluStayFiniteForLargeInputs) {
-  const std::vector<float> x = {-200.f, -90.f, 90.f, 200.f};
-  std::vector<double> sigmoid_expected, silu_expected;
-  for (float v : x) {
-    sigmoid_expected.push_back(reference_sigmoid(v));
-    silu_expected.push_back(v * reference_sigmoid(v));
-  }
-  for (ComputeType compute : kBothComputeTypes) {
-    const HostTensor s = run(
-        {{"x", HostTensor::f32({4}, x)}}, [](auto& v) { return tg::sigmoid(v[0]); }, compute);
-    const HostTensor si = run(
-        {{"x", HostTensor::f32({4}, x)}}, [](auto& v) { return tg::silu(v[0]); }, compute);
-    expect_values(s, sigmoid_expected, compute);
-    expect_values(si, silu_expected, compute);
-    for (double v : s.values) EXPECT_TRUE(std::isfinite(v));
-    for (double v : si.values) EXPECT_TRUE(std::isfinite(v));
-  }
-}
-
-TEST(ElementwiseUnary, StopGradientKeepsIntegerValues) {
-  const HostTensor x = HostTensor::i32({3}, {4, -2, 7});
-  const HostTensor y = run(
-      {{"x", x}}, [](auto& v) { return tg::stop_gradient(v[0]); }, ComputeType::f32);
-  EXPECT_EQ(y, x);
-}
+constexpr std::string_view kFamily = "elementwise_binary";
 
 struct BinaryCase {
   const char* name;
@@ -276,7 +170,7 @@ TEST(ElementwiseBinary, LargeBroadcastUsesEveryThreadChunk) {
 
 // ---- errors ------------------------------------------------------------------------------------
 
-TEST(ElementwiseErrors, BroadcastMismatchNamesOpShapesAndCallSite) {
+TEST(ElementwiseBinaryErrors, BroadcastMismatchNamesOpShapesAndCallSite) {
   tg::GraphBuilder b("g");
   tg::TracingScope scope(b);
   const Tensor x = b.input("x", {DType::f32, {2, 3}});
@@ -290,7 +184,7 @@ TEST(ElementwiseErrors, BroadcastMismatchNamesOpShapesAndCallSite) {
     EXPECT_NE(what.find("add"), std::string::npos) << what;
     EXPECT_NE(what.find("[2,3]"), std::string::npos) << what;
     EXPECT_NE(what.find("[4]"), std::string::npos) << what;
-    EXPECT_NE(what.find("elementwise_test.cpp"), std::string::npos) << what;
+    EXPECT_NE(what.find("elementwise_binary_test.cpp"), std::string::npos) << what;
   }
   EXPECT_THROW(x * y, tg::ShapeError);
   EXPECT_THROW(tg::less(x, y), tg::ShapeError);
@@ -298,184 +192,85 @@ TEST(ElementwiseErrors, BroadcastMismatchNamesOpShapesAndCallSite) {
   EXPECT_THROW(tg::where(c, x, y), tg::ShapeError);
 }
 
-TEST(ElementwiseErrors, DtypesAreChecked) {
+TEST(ElementwiseBinaryErrors, DtypesAreChecked) {
   tg::GraphBuilder b("g");
   tg::TracingScope scope(b);
   const Tensor i = b.input("i", {DType::i32, {2, 3}});
   const Tensor x = b.input("x", {DType::f32, {2, 3}});
   const Tensor c = b.input("c", {DType::boolean, {2, 3}});
-  try {
-    tg::exp(i);
-    FAIL() << "exp of i32 must throw";
-  } catch (const tg::ShapeError& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("exp"), std::string::npos) << what;
-    EXPECT_NE(what.find("f32"), std::string::npos) << what;
-    EXPECT_NE(what.find("i32[2,3]"), std::string::npos) << what;
-  }
-  EXPECT_THROW(tg::relu(c), tg::ShapeError);
   EXPECT_THROW(tg::add(x, i), tg::ShapeError);
   EXPECT_THROW(tg::equal(i, i), tg::ShapeError);
   EXPECT_THROW(tg::where(x, x, x), tg::ShapeError) << "the condition must be bool";
   EXPECT_THROW(tg::where(c, x, i), tg::ShapeError) << "branches must share a dtype";
   EXPECT_NO_THROW(tg::where(c, i, i));
-  EXPECT_NO_THROW(tg::stop_gradient(i));
 }
 
-TEST(ElementwiseErrors, ClampNeedsLoAtMostHi) {
-  tg::GraphBuilder b("g");
-  tg::TracingScope scope(b);
-  const Tensor x = b.input("x", {DType::f32, {3}});
-  try {
-    tg::clamp(x, 1.0, -1.0);
-    FAIL() << "clamp with lo > hi must throw";
-  } catch (const tg::ShapeError& e) {
-    EXPECT_NE(e.rule().find("lo"), std::string::npos) << e.what();
-  }
-  EXPECT_NO_THROW(tg::clamp(x, 0.5, 0.5));
-}
+// ---- op definitions and grad rules (every op of the family, from the registry) -----------------
 
-// ---- op definitions and grad rules -------------------------------------------------------------
-
-struct DefExpectation {
-  OpId id;
+// Facts pinned per op (optional: a new op is checked by the generic tests without joining).
+struct Pinned {
   int arity;
   tg::ToleranceClass tolerance;
   bool differentiable;
 };
 
-std::vector<DefExpectation> def_expectations() {
+std::map<OpId, Pinned> pinned_defs() {
   using TC = tg::ToleranceClass;
-  std::vector<DefExpectation> out;
-  for (OpId id : {op::Add, op::Sub, op::Mul, op::Div, op::Minimum, op::Maximum}) {
-    out.push_back({id, 2, TC::elementwise, true});
-  }
-  for (OpId id : {op::Less, op::Greater, op::Equal}) out.push_back({id, 2, TC::exact, false});
-  out.push_back({op::Where, 3, TC::elementwise, true});
-  for (OpId id : {op::Neg, op::Abs, op::Square, op::Relu, op::Clamp}) {
-    out.push_back({id, 1, TC::elementwise, true});
-  }
-  for (OpId id : {op::Sqrt, op::Rsqrt, op::Exp, op::Log, op::Sin, op::Cos, op::Tanh, op::Sigmoid, op::Gelu, op::Silu}) {
-    out.push_back({id, 1, TC::transcendental, true});
-  }
-  out.push_back({op::StopGradient, 1, TC::exact, false});
+  std::map<OpId, Pinned> out;
+  for (OpId id : {op::Add, op::Sub, op::Mul, op::Div, op::Minimum, op::Maximum}) out[id] = {2, TC::elementwise, true};
+  for (OpId id : {op::Less, op::Greater, op::Equal}) out[id] = {2, TC::exact, false};
+  out[op::Where] = {3, TC::elementwise, true};
   return out;
 }
 
-TEST(ElementwiseDefs, EveryPartIsPresentAndSamplesAreValid) {
+TEST(ElementwiseBinaryDefs, EveryPartIsPresentAndSamplesAreValid) {
+  const std::vector<OpId> ops = tg::test::family_ops(kFamily);
+  ASSERT_FALSE(ops.empty());
+  const auto pinned = pinned_defs();
   tg::SampleRng rng(42);
-  const tg::TensorType f23{DType::f32, {2, 3}};
-  for (const auto& expect : def_expectations()) {
-    const tg::OpDef& def = tg::op_def(expect.id);
+  for (OpId id : ops) {
+    const tg::OpDef& def = tg::op_def(id);
     SCOPED_TRACE(std::string(def.name));
-    EXPECT_EQ(def.name, tg::op_name(expect.id));
-    EXPECT_EQ(def.arity, expect.arity);
-    EXPECT_EQ(def.tolerance, expect.tolerance);
-    EXPECT_EQ(def.differentiable, expect.differentiable);
-    EXPECT_EQ(def.grad != nullptr, expect.differentiable);
-    ASSERT_NE(def.shape, nullptr);
-    ASSERT_NE(def.samples, nullptr);
-    EXPECT_TRUE(tg::interp_has_kernel(expect.id));
-    for (int trial = 0; trial < 20; ++trial) {
-      const auto sample = def.samples(rng, std::nullopt);
-      ASSERT_TRUE(sample.has_value());
-      ASSERT_EQ(sample->inputs.size(), static_cast<std::size_t>(def.arity));
-      ASSERT_EQ(sample->domains.size(), sample->inputs.size());
-      tg::TensorType out;
-      ASSERT_NO_THROW(out = tg::infer_type(expect.id, sample->attrs, sample->inputs));
-      EXPECT_LE(out.size(), 512);
-    }
-    // Given a first input type, the sample uses it exactly or declines.
-    const tg::TensorType first = expect.id == op::Where ? tg::TensorType{DType::boolean, {2, 3}} : f23;
+    tg::test::expect_def_parts(id);
+    tg::test::expect_samples_valid(id, 42, 20);
+    // Given a first input of the dtype its samples use, shaped [2,3], the sample uses it exactly.
+    const auto fresh = def.samples(rng, std::nullopt);
+    ASSERT_TRUE(fresh.has_value());
+    const tg::TensorType first{fresh->inputs.at(0).dtype, {2, 3}};
     const auto given = def.samples(rng, first);
     ASSERT_TRUE(given.has_value());
     EXPECT_EQ(given->inputs[0], first);
+    // An i32 input 0 is used exactly or declined (every pinned op declines it: the arithmetic ops
+    // are f32 only and where's condition is bool).
     const tg::TensorType ints{DType::i32, {4}};
-    EXPECT_EQ(def.samples(rng, ints).has_value(), expect.id == op::StopGradient);
-  }
-}
-
-// Sum of `grad` over the axes its input was broadcast along, back to `shape`.
-std::vector<double> reduce_to(const HostTensor& grad, const tg::Shape& shape) {
-  std::vector<double> out(static_cast<std::size_t>(tg::num_elements(shape)), 0.0);
-  const tg::interp::BroadcastIndexer index(shape, grad.type.shape);
-  for (std::size_t j = 0; j < grad.values.size(); ++j) {
-    out[static_cast<std::size_t>(index(static_cast<std::int64_t>(j)))] += grad.values[j];
-  }
-  return out;
-}
-
-// Runs the grad rule for one sample in f64 and compares each input's cotangent (after undoing
-// broadcasting) with central differences of sum(g * op(inputs)).
-void check_grad_rule(OpId id, const tg::OpSample& sample, tg::SampleRng& rng) {
-  const tg::OpDef& def = tg::op_def(id);
-  tg::TensorMap feed;
-  for (std::size_t i = 0; i < sample.inputs.size(); ++i) {
-    feed.emplace("x" + std::to_string(i),
-                 HostTensor::of(sample.inputs[i], sample.domains[i].draw(rng, sample.inputs[i].size())));
-  }
-  tg::GraphBuilder b("grad");
-  tg::TracingScope scope(b);
-  std::vector<Tensor> xs;
-  for (std::size_t i = 0; i < sample.inputs.size(); ++i)
-    xs.push_back(b.input("x" + std::to_string(i), sample.inputs[i]));
-  const Tensor y = b.emit(id, xs, sample.attrs, tg::SourceLoc{});
-  const Tensor g = b.input("g", y.type());
-  std::vector<double> g_values;
-  // where() over i32 branches has an i32 output: its (unused) cotangent must hold integers.
-  const bool real_output = y.dtype() == DType::f32;
-  for (std::int64_t j = 0; j < y.size(); ++j) g_values.push_back(real_output ? rng.uniform(-1, 1) : 1.0);
-  feed.emplace("g", HostTensor::of(y.type(), g_values));
-  b.output("y", y);
-  const auto grads = def.grad(tg::GradArgs{xs, y, g, sample.attrs});
-  ASSERT_EQ(grads.size(), xs.size());
-  for (std::size_t i = 0; i < xs.size(); ++i) {
-    ASSERT_EQ(grads[i].has_value(), sample.inputs[i].dtype == DType::f32) << "input " << i;
-    if (grads[i]) b.output("d" + std::to_string(i), *grads[i]);
-  }
-  const tg::Graph graph = b.take();
-  const auto analytic = tg::interpret(graph, feed).outputs;
-  const auto loss = [&](const tg::TensorMap& inputs) {
-    const HostTensor out = tg::interpret(graph, inputs).outputs.at("y");
-    double total = 0;
-    for (std::size_t j = 0; j < out.values.size(); ++j) total += g_values[j] * out.values[j];
-    return total;
-  };
-  constexpr double kEps = 1e-6;
-  for (std::size_t i = 0; i < xs.size(); ++i) {
-    if (!grads[i]) continue;
-    const std::string name = "x" + std::to_string(i);
-    const std::vector<double> grad = reduce_to(analytic.at("d" + std::to_string(i)), sample.inputs[i].shape);
-    // A spread of at most ~16 elements keeps the test fast on large samples.
-    const std::size_t stride = std::max<std::size_t>(1, grad.size() / 16);
-    for (std::size_t e = 0; e < grad.size(); e += stride) {
-      tg::TensorMap moved = feed;
-      const double v = feed.at(name).values[e];
-      moved.at(name).values[e] = v + kEps;
-      const double up = loss(moved);
-      moved.at(name).values[e] = v - kEps;
-      const double numeric = (up - loss(moved)) / (2 * kEps);
-      EXPECT_NEAR(grad[e], numeric, 1e-6 * (1 + std::fabs(numeric))) << "input " << i << " element " << e;
+    const auto from_ints = def.samples(rng, ints);
+    if (from_ints) {
+      EXPECT_EQ(from_ints->inputs[0], ints);
+    }
+    if (const auto it = pinned.find(id); it != pinned.end()) {
+      EXPECT_EQ(def.arity, it->second.arity);
+      EXPECT_EQ(def.tolerance, it->second.tolerance);
+      EXPECT_EQ(def.differentiable, it->second.differentiable);
+      EXPECT_FALSE(from_ints.has_value());
     }
   }
+  std::vector<OpId> pinned_ids;
+  for (const auto& [id, facts] : pinned) pinned_ids.push_back(id);
+  tg::test::expect_ops_in_family(pinned_ids, kFamily);
 }
 
-TEST(ElementwiseGrads, GradRulesMatchFiniteDifferences) {
-  tg::SampleRng rng(2024);
-  for (const auto& expect : def_expectations()) {
-    if (!expect.differentiable) continue;
-    const tg::OpDef& def = tg::op_def(expect.id);
-    const tg::TensorType first{expect.id == op::Where ? DType::boolean : DType::f32, {2, 3}};
-    for (int trial = 0; trial < 4; ++trial) {
-      SCOPED_TRACE(std::string(def.name) + " trial " + std::to_string(trial));
-      const auto sample = trial == 0 ? def.samples(rng, first) : def.samples(rng, std::nullopt);
-      ASSERT_TRUE(sample.has_value());
-      check_grad_rule(expect.id, *sample, rng);
-    }
+TEST(ElementwiseBinaryDefs, F32RunsMatchTheOracleWithinTheToleranceClass) {
+  for (OpId id : tg::test::family_ops(kFamily)) {
+    SCOPED_TRACE(std::string(tg::op_name(id)));
+    tg::test::expect_runs_and_f32_matches_oracle(id, 7, 10);
   }
 }
 
-TEST(ElementwiseGrads, MinimumGivesTiesToInputZero) {
+TEST(ElementwiseBinaryGrads, GradRulesMatchFiniteDifferences) {
+  tg::test::expect_family_grads_match_finite_differences(kFamily, 2024, 4, tg::Shape{2, 3});
+}
+
+TEST(ElementwiseBinaryGrads, MinimumGivesTiesToInputZero) {
   tg::GraphBuilder b("g");
   tg::TracingScope scope(b);
   const Tensor a = b.input("a", {DType::f32, {3}});
