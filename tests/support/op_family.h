@@ -10,6 +10,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +36,13 @@ inline void expect_ops_in_family(const std::vector<OpId>& pinned, std::string_vi
   for (OpId id : pinned) {
     EXPECT_EQ(op_family(id), family) << op_name(id) << " is pinned in the tests of family " << family;
   }
+}
+
+template <class Facts>
+void expect_ops_in_family(const std::map<OpId, Facts>& pinned, std::string_view family) {
+  std::vector<OpId> ids;
+  for (const auto& entry : pinned) ids.push_back(entry.first);
+  expect_ops_in_family(ids, family);
 }
 
 // Every part of the op contract (op_def.h) for one op.
@@ -140,9 +148,34 @@ inline void expect_runs_and_f32_matches_oracle(OpId id, std::uint64_t seed, int 
   }
 }
 
+// The parts and samples of every op of `family` (expect_def_parts, expect_samples_valid), labelled
+// by op; returns the ops so a test can add what it pins per op.
+inline std::vector<OpId> expect_family_defs(std::string_view family, std::uint64_t seed, int trials) {
+  const std::vector<OpId> ops = family_ops(family);
+  EXPECT_FALSE(ops.empty()) << "no ops in family " << family;
+  for (OpId id : ops) {
+    SCOPED_TRACE(std::string(op_name(id)));
+    expect_def_parts(id);
+    expect_samples_valid(id, seed, trials);
+  }
+  return ops;
+}
+
+// expect_runs_and_f32_matches_oracle for every op of `family`.
+inline void expect_family_runs_match_oracle(std::string_view family, std::uint64_t seed, int trials) {
+  const std::vector<OpId> ops = family_ops(family);
+  EXPECT_FALSE(ops.empty()) << "no ops in family " << family;
+  for (OpId id : ops) {
+    SCOPED_TRACE(std::string(op_name(id)));
+    expect_runs_and_f32_matches_oracle(id, seed, trials);
+  }
+}
+
 struct GradCheck {
   // Elements probed per input, spread evenly.
   std::size_t probes = 16;
+  // Require each cotangent to have its input's type exactly (no broadcast shape left to reduce).
+  bool exact_cotangent_type = false;
   // Also require no cotangent for inputs that are not f32 (most families; layout ops pass one
   // through for any dtype).
   bool only_f32_cotangents = true;
@@ -194,6 +227,9 @@ inline std::size_t expect_grad_matches_finite_differences(OpId id, const OpSampl
       for (std::size_t a = 0; broadcasts && a < in.size(); ++a) {
         const std::int64_t d = got[got.size() - in.size() + a];
         broadcasts = in[a] == d || in[a] == 1;
+      }
+      if (options.exact_cotangent_type) {
+        EXPECT_EQ(grads[i]->type(), sample.inputs[i]) << "input " << i;
       }
       EXPECT_TRUE(broadcasts) << "cotangent " << grads[i]->type().to_string() << " for input "
                               << sample.inputs[i].to_string();

@@ -224,15 +224,12 @@ std::map<OpId, Pinned> pinned_defs() {
 }
 
 TEST(ElementwiseBinaryDefs, EveryPartIsPresentAndSamplesAreValid) {
-  const std::vector<OpId> ops = tg::test::family_ops(kFamily);
-  ASSERT_FALSE(ops.empty());
+  const std::vector<OpId> ops = tg::test::expect_family_defs(kFamily, 42, 20);
   const auto pinned = pinned_defs();
   tg::SampleRng rng(42);
   for (OpId id : ops) {
     const tg::OpDef& def = tg::op_def(id);
     SCOPED_TRACE(std::string(def.name));
-    tg::test::expect_def_parts(id);
-    tg::test::expect_samples_valid(id, 42, 20);
     // Given a first input of the dtype its samples use, shaped [2,3], the sample uses it exactly.
     const auto fresh = def.samples(rng, std::nullopt);
     ASSERT_TRUE(fresh.has_value());
@@ -254,16 +251,11 @@ TEST(ElementwiseBinaryDefs, EveryPartIsPresentAndSamplesAreValid) {
       EXPECT_FALSE(from_ints.has_value());
     }
   }
-  std::vector<OpId> pinned_ids;
-  for (const auto& [id, facts] : pinned) pinned_ids.push_back(id);
-  tg::test::expect_ops_in_family(pinned_ids, kFamily);
+  tg::test::expect_ops_in_family(pinned, kFamily);
 }
 
 TEST(ElementwiseBinaryDefs, F32RunsMatchTheOracleWithinTheToleranceClass) {
-  for (OpId id : tg::test::family_ops(kFamily)) {
-    SCOPED_TRACE(std::string(tg::op_name(id)));
-    tg::test::expect_runs_and_f32_matches_oracle(id, 7, 10);
-  }
+  tg::test::expect_family_runs_match_oracle(kFamily, 7, 10);
 }
 
 TEST(ElementwiseBinaryGrads, GradRulesMatchFiniteDifferences) {

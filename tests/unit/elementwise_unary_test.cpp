@@ -170,15 +170,12 @@ std::map<OpId, Pinned> pinned_defs() {
 }
 
 TEST(ElementwiseUnaryDefs, EveryPartIsPresentAndSamplesAreValid) {
-  const std::vector<OpId> ops = tg::test::family_ops(kFamily);
-  ASSERT_FALSE(ops.empty());
+  const std::vector<OpId> ops = tg::test::expect_family_defs(kFamily, 42, 20);
   const auto pinned = pinned_defs();
   tg::SampleRng rng(42);
   for (OpId id : ops) {
     const tg::OpDef& def = tg::op_def(id);
     SCOPED_TRACE(std::string(def.name));
-    tg::test::expect_def_parts(id);
-    tg::test::expect_samples_valid(id, 42, 20);
     EXPECT_EQ(def.arity, 1) << "the family is unary";
     // Given a first input of the dtype its samples use, shaped [2,3], the sample uses it exactly.
     const auto fresh = def.samples(rng, std::nullopt);
@@ -198,16 +195,11 @@ TEST(ElementwiseUnaryDefs, EveryPartIsPresentAndSamplesAreValid) {
       EXPECT_EQ(from_ints.has_value(), it->second.accepts_i32);
     }
   }
-  std::vector<OpId> pinned_ids;
-  for (const auto& [id, facts] : pinned) pinned_ids.push_back(id);
-  tg::test::expect_ops_in_family(pinned_ids, kFamily);
+  tg::test::expect_ops_in_family(pinned, kFamily);
 }
 
 TEST(ElementwiseUnaryDefs, F32RunsMatchTheOracleWithinTheToleranceClass) {
-  for (OpId id : tg::test::family_ops(kFamily)) {
-    SCOPED_TRACE(std::string(tg::op_name(id)));
-    tg::test::expect_runs_and_f32_matches_oracle(id, 7, 10);
-  }
+  tg::test::expect_family_runs_match_oracle(kFamily, 7, 10);
 }
 
 TEST(ElementwiseUnaryGrads, GradRulesMatchFiniteDifferences) {

@@ -1,6 +1,7 @@
-// The reduction and softmax families: forward values in both compute types against plain loops
-// written here (sum/mean/max/min over axis sets, argmax/argmin, softmax/log_softmax), the large
-// blocked paths, thread-count independence, shape and dtype errors, and the OpDef parts.
+// The reduce family: forward values in both compute types against plain loops written here
+// (sum/mean/max/min over axis sets, argmax/argmin), the large blocked paths, thread-count
+// independence, shape and dtype errors, and, for every op the registry lists in the family, the
+// OpDef parts, f32 against the oracle and the grad rules against finite differences.
 #include "tensorgrad/ir/ops/ids/reduce.h"
 
 #include <gtest/gtest.h>
@@ -10,12 +11,13 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "support/library.h"
-#include "tensorgrad/ir/ops/ids/softmax.h"
+#include "support/op_family.h"
 
 namespace {
 
@@ -26,6 +28,8 @@ using tg::OpId;
 namespace op = tg::op;
 using tg::Shape;
 using tg::Tensor;
+
+constexpr std::string_view kFamily = "reduce";
 
 constexpr ComputeType kBothComputeTypes[] = {ComputeType::f64, ComputeType::f32};
 
@@ -220,8 +224,6 @@ TEST(Reduce, RejectsBadAxesAndDtypes) {
   }
   EXPECT_THROW(tg::argmax(i), tg::ShapeError);
   EXPECT_THROW(tg::argmin(x, 2), tg::ShapeError);
-  EXPECT_THROW(tg::softmax(x, 2), tg::ShapeError);
-  EXPECT_THROW(tg::log_softmax(i), tg::ShapeError);
 }
 
 // The parser hands shape rules raw attributes: they must refuse what the front-end never emits.
@@ -241,7 +243,6 @@ TEST(Reduce, ShapeRulesValidateRawAttributes) {
             std::string::npos);
   EXPECT_NE(rule_of(op::Argmax, {{"axis", std::int64_t{2}}, {"keep_dims", false}}).find("out of range"),
             std::string::npos);
-  EXPECT_NE(rule_of(op::Softmax, {{"axis", std::int64_t{-1}}}).find("out of range"), std::string::npos);
   EXPECT_EQ(tg::infer_type(op::Mean, {{"axes", std::vector<std::int64_t>{}}, {"keep_dims", false}}, {&x, 1}), x);
 }
 
@@ -316,151 +317,50 @@ TEST(Reduce, ArgmaxWithoutAxisIsTheFlatIndex) {
             (std::vector<double>{1, 1, 0}));
 }
 
-// Stable softmax by plain loops in long double: subtracting the max changes nothing mathematically.
-std::vector<double> reference_softmax(bool log, const Shape& shape, const std::vector<float>& x, std::size_t axis) {
-  std::int64_t outer = 1, inner = 1;
-  for (std::size_t a = 0; a < axis; ++a) outer *= shape[a];
-  for (std::size_t a = axis + 1; a < shape.size(); ++a) inner *= shape[a];
-  const std::int64_t len = shape[axis];
-  std::vector<double> out(x.size());
-  for (std::int64_t o = 0; o < outer; ++o) {
-    for (std::int64_t j = 0; j < inner; ++j) {
-      const auto at = [&](std::int64_t k) { return static_cast<std::size_t>((o * len + k) * inner + j); };
-      long double m = -INFINITY, s = 0;
-      for (std::int64_t k = 0; k < len; ++k) m = std::max<long double>(m, x[at(k)]);
-      for (std::int64_t k = 0; k < len; ++k) s += std::exp(static_cast<long double>(x[at(k)]) - m);
-      for (std::int64_t k = 0; k < len; ++k) {
-        const long double shifted = static_cast<long double>(x[at(k)]) - m;
-        out[at(k)] = static_cast<double>(log ? shifted - std::log(s) : std::exp(shifted) / s);
-      }
-    }
-  }
-  return out;
+// Facts pinned per op (optional: a new op is checked by the generic tests without joining).
+struct Pinned {
+  tg::ToleranceClass tolerance;
+  bool differentiable;
+};
+
+std::map<OpId, Pinned> pinned_defs() {
+  using TC = tg::ToleranceClass;
+  return {{op::Sum, {TC::reduction, true}}, {op::Mean, {TC::reduction, true}}, {op::Max, {TC::exact, true}},
+          {op::Min, {TC::exact, true}},     {op::Argmax, {TC::exact, false}},  {op::Argmin, {TC::exact, false}}};
 }
 
-TEST(Softmax, MatchesLoopsOverFirstAndLastAxis) {
-  const Shape shape{5, 3, 260};
-  auto x = test_values(tg::num_elements(shape), 11);
-  // Values near 1000 would overflow exp without the max subtraction.
-  for (std::size_t i = 0; i < x.size(); i += 3) x[i] += 1000.f;
-  for (bool log : {false, true}) {
-    for (std::int64_t axis : {0, 2, -1, 1}) {
-      const auto normalized = static_cast<std::size_t>(axis < 0 ? axis + 3 : axis);
-      const auto expected = reference_softmax(log, shape, x, normalized);
-      for (ComputeType compute : kBothComputeTypes) {
-        const HostTensor y = run(
-            HostTensor::f32(shape, x),
-            [&](const Tensor& t) { return log ? tg::log_softmax(t, axis) : tg::softmax(t, axis); }, compute);
-        ASSERT_EQ(y.type, (tg::TensorType{DType::f32, shape}));
-        const double rel = compute == ComputeType::f64 ? 1e-12 : 2e-5;
-        for (std::size_t i = 0; i < expected.size(); ++i) {
-          ASSERT_TRUE(std::isfinite(y.values[i])) << "element " << i;
-          // log_softmax values near 0 and large negative ones both need an absolute floor.
-          EXPECT_NEAR(y.values[i], expected[i], rel * (std::fabs(expected[i]) + (log ? 1.0 : 1e-3)))
-              << (log ? "log_softmax" : "softmax") << " axis " << axis << " element " << i;
-        }
-      }
-    }
-  }
-}
-
-TEST(Softmax, RowsSumToOne) {
-  const HostTensor x = HostTensor::f32({2, 2}, {1000.f, 1000.f, -1000.f, 0.f});
-  const HostTensor y = run(
-      x, [](const Tensor& t) { return tg::softmax(t); }, ComputeType::f32);
-  EXPECT_EQ(y.values, (std::vector<double>{0.5, 0.5, 0.0, 1.0}));
-}
-
-// Every op of the two families carries all its OpDef parts, and its samples pass its shape rule.
+// Every op of the family (from the registry) carries all its OpDef parts, and its samples pass its
+// shape rule; the facts pinned per op hold.
 TEST(ReduceOpDefs, CompleteAndSamplesValid) {
-  for (OpId op : {op::Sum, op::Mean, op::Max, op::Min, op::Argmax, op::Argmin, op::Softmax, op::LogSoftmax}) {
+  const auto pinned = pinned_defs();
+  tg::test::expect_ops_in_family(pinned, kFamily);
+  for (OpId op : tg::test::expect_family_defs(kFamily, 42, 200)) {
     const tg::OpDef& def = tg::op_def(op);
     SCOPED_TRACE(std::string(def.name));
-    EXPECT_EQ(def.name, tg::op_name(op));
+    // A reduction takes one tensor and the axes (or axis) it reduces.
     EXPECT_EQ(def.arity, 1);
     EXPECT_FALSE(def.attrs.empty());
-    EXPECT_NE(def.shape, nullptr);
-    EXPECT_NE(def.samples, nullptr);
-    const bool index_op = op == op::Argmax || op == op::Argmin;
-    EXPECT_EQ(def.differentiable, !index_op);
-    EXPECT_EQ(def.grad != nullptr, !index_op);
-    const bool exact = index_op || op == op::Max || op == op::Min;
-    EXPECT_EQ(def.tolerance, exact ? tg::ToleranceClass::exact : tg::ToleranceClass::reduction);
     tg::SampleRng rng(42);
-    for (int i = 0; i < 200; ++i) {
-      const auto sample = def.samples(rng, std::nullopt);
-      ASSERT_TRUE(sample.has_value());
-      ASSERT_EQ(sample->inputs.size(), 1u);
-      ASSERT_EQ(sample->domains.size(), 1u);
-      EXPECT_LE(sample->inputs[0].size(), 512);
-      EXPECT_NO_THROW(tg::infer_type(op, sample->attrs, sample->inputs)) << sample->attrs.to_string();
-      const auto again = def.samples(rng, sample->inputs[0]);
-      ASSERT_TRUE(again.has_value());
-      EXPECT_EQ(again->inputs[0], sample->inputs[0]);
+    const auto from_ints = def.samples(rng, tg::TensorType{DType::i32, {2, 3}});
+    if (const auto it = pinned.find(op); it != pinned.end()) {
+      EXPECT_EQ(def.differentiable, it->second.differentiable);
+      EXPECT_EQ(def.tolerance, it->second.tolerance);
+      EXPECT_FALSE(from_ints.has_value());
     }
-    EXPECT_FALSE(def.samples(rng, tg::TensorType{DType::i32, {2, 3}}).has_value());
   }
-  const tg::TensorType x{DType::f32, {4, 7}};
-  EXPECT_EQ(tg::op_def(op::Softmax).reduction_length({{"axis", std::int64_t{1}}}, {&x, 1}), 7);
+}
+
+TEST(ReduceOpDefs, F32RunsMatchTheOracleWithinTheToleranceClass) {
+  tg::test::expect_family_runs_match_oracle(kFamily, 7, 20);
 }
 
 // ---- grad rules ---------------------------------------------------------------------------------
 
-// Builds op(x) for one sample, runs its grad rule for a random cotangent g and compares dx with
-// central differences of sum(g * op(x)), all in f64.
-void check_grad_against_differences(OpId op, const tg::OpSample& sample, tg::SampleRng& rng) {
-  const tg::TensorType& in = sample.inputs[0];
-  tg::GraphBuilder b("grad");
-  tg::TracingScope scope(b);
-  const Tensor x = b.input("x", in);
-  const Tensor y = b.emit(op, std::vector<Tensor>{x}, sample.attrs, tg::SourceLoc{});
-  const Tensor g = b.input("g", y.type());
-  const Tensor inputs[] = {x};
-  const auto grads = tg::op_def(op).grad(tg::GradArgs{inputs, y, g, sample.attrs});
-  ASSERT_EQ(grads.size(), 1u);
-  ASSERT_TRUE(grads[0].has_value());
-  ASSERT_EQ(grads[0]->type(), in);
-  b.output("y", y);
-  b.output("dx", *grads[0]);
-  const tg::TensorType y_type = y.type();
-  const tg::Graph graph = b.take();
-
-  // y's builder was emptied by take(); its type was copied first.
-  std::vector<double> g_values(static_cast<std::size_t>(y_type.size()));
-  for (auto& v : g_values) v = rng.uniform(-1, 1);
-  tg::TensorMap feed{{"x", HostTensor::of(in, sample.domains[0].draw(rng, in.size()))},
-                     {"g", HostTensor::of(y_type, g_values)}};
-  const HostTensor dx = tg::interpret(graph, feed).outputs.at("dx");
-  const auto weighted_output = [&](const tg::TensorMap& values) {
-    const HostTensor out = tg::interpret(graph, values).outputs.at("y");
-    double total = 0;
-    for (std::size_t j = 0; j < out.values.size(); ++j) total += g_values[j] * out.values[j];
-    return total;
-  };
-  constexpr double kStep = 1e-6;
-  const std::size_t stride = std::max<std::size_t>(1, dx.values.size() / 12);  // a spread of elements
-  for (std::size_t e = 0; e < dx.values.size(); e += stride) {
-    tg::TensorMap moved = feed;
-    moved.at("x").values[e] += kStep;
-    const double up = weighted_output(moved);
-    moved.at("x").values[e] -= 2 * kStep;
-    const double numeric = (up - weighted_output(moved)) / (2 * kStep);
-    EXPECT_NEAR(dx.values[e], numeric, 1e-6 * (1 + std::fabs(numeric))) << "element " << e;
-  }
-}
-
+// Every differentiable op of the family: its grad rule for a random cotangent g against central
+// differences of sum(g * op(x)), all in f64; trial 0 on an f32[3,4] input.
 TEST(ReduceGrads, GradRulesMatchFiniteDifferences) {
-  tg::SampleRng rng(99);
-  for (OpId op : {op::Sum, op::Mean, op::Max, op::Min, op::Softmax, op::LogSoftmax}) {
-    const tg::OpDef& def = tg::op_def(op);
-    for (int trial = 0; trial < 6; ++trial) {
-      const auto sample =
-          def.samples(rng, trial == 0 ? std::optional(tg::TensorType{DType::f32, {3, 4}}) : std::nullopt);
-      ASSERT_TRUE(sample.has_value());
-      SCOPED_TRACE(std::string(def.name) + " " + sample->inputs[0].to_string() + " " + sample->attrs.to_string());
-      check_grad_against_differences(op, *sample, rng);
-    }
-  }
+  tg::test::expect_family_grads_match_finite_differences(kFamily, 99, 6, Shape{3, 4},
+                                                         {.probes = 12, .exact_cotangent_type = true});
 }
 
 // Tied extrema share the cotangent evenly; the others get none.

@@ -1,0 +1,164 @@
+// The softmax family: softmax and log_softmax against plain loops in long double over every axis,
+// in both compute types and for values that would overflow exp without the max subtraction; axis and
+// dtype errors; and, for every op the registry lists in the family, the OpDef parts, f32 against
+// the oracle and the grad rules against finite differences.
+#include "tensorgrad/ir/ops/ids/softmax.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "support/library.h"
+#include "support/op_family.h"
+
+namespace {
+
+using tg::ComputeType;
+using tg::DType;
+using tg::HostTensor;
+using tg::OpId;
+namespace op = tg::op;
+using tg::Shape;
+using tg::Tensor;
+
+constexpr std::string_view kFamily = "softmax";
+
+constexpr ComputeType kBothComputeTypes[] = {ComputeType::f64, ComputeType::f32};
+
+// Deterministic values in [-2, 2], distinct with overwhelming probability.
+std::vector<float> test_values(std::int64_t n, std::uint64_t seed = 1) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 12345;
+  for (auto& x : v) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x = static_cast<float>(static_cast<double>(s >> 11) / 9007199254740992.0 * 4.0 - 2.0);
+  }
+  return v;
+}
+
+HostTensor run(const HostTensor& input, const std::function<Tensor(const Tensor&)>& build, ComputeType compute) {
+  tg::GraphBuilder b("g");
+  tg::TracingScope scope(b);
+  b.output("y", build(b.input("x", input.type)));
+  const tg::Graph g = b.take();
+  return tg::interpret(g, {{"x", input}}, {.compute = compute, .check_coverage = true}).outputs.at("y");
+}
+
+// Stable softmax by plain loops in long double: subtracting the max changes nothing mathematically.
+std::vector<double> reference_softmax(bool log, const Shape& shape, const std::vector<float>& x, std::size_t axis) {
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t a = 0; a < axis; ++a) outer *= shape[a];
+  for (std::size_t a = axis + 1; a < shape.size(); ++a) inner *= shape[a];
+  const std::int64_t len = shape[axis];
+  std::vector<double> out(x.size());
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t j = 0; j < inner; ++j) {
+      const auto at = [&](std::int64_t k) { return static_cast<std::size_t>((o * len + k) * inner + j); };
+      long double m = -INFINITY, s = 0;
+      for (std::int64_t k = 0; k < len; ++k) m = std::max<long double>(m, x[at(k)]);
+      for (std::int64_t k = 0; k < len; ++k) s += std::exp(static_cast<long double>(x[at(k)]) - m);
+      for (std::int64_t k = 0; k < len; ++k) {
+        const long double shifted = static_cast<long double>(x[at(k)]) - m;
+        out[at(k)] = static_cast<double>(log ? shifted - std::log(s) : std::exp(shifted) / s);
+      }
+    }
+  }
+  return out;
+}
+
+TEST(Softmax, MatchesLoopsOverFirstAndLastAxis) {
+  const Shape shape{5, 3, 260};
+  auto x = test_values(tg::num_elements(shape), 11);
+  // Values near 1000 would overflow exp without the max subtraction.
+  for (std::size_t i = 0; i < x.size(); i += 3) x[i] += 1000.f;
+  for (bool log : {false, true}) {
+    for (std::int64_t axis : {0, 2, -1, 1}) {
+      const auto normalized = static_cast<std::size_t>(axis < 0 ? axis + 3 : axis);
+      const auto expected = reference_softmax(log, shape, x, normalized);
+      for (ComputeType compute : kBothComputeTypes) {
+        const HostTensor y = run(
+            HostTensor::f32(shape, x),
+            [&](const Tensor& t) { return log ? tg::log_softmax(t, axis) : tg::softmax(t, axis); }, compute);
+        ASSERT_EQ(y.type, (tg::TensorType{DType::f32, shape}));
+        const double rel = compute == ComputeType::f64 ? 1e-12 : 2e-5;
+        for (std::size_t i = 0; i < expected.size(); ++i) {
+          ASSERT_TRUE(std::isfinite(y.values[i])) << "element " << i;
+          // log_softmax values near 0 and large negative ones both need an absolute floor.
+          EXPECT_NEAR(y.values[i], expected[i], rel * (std::fabs(expected[i]) + (log ? 1.0 : 1e-3)))
+              << (log ? "log_softmax" : "softmax") << " axis " << axis << " element " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(Softmax, RowsSumToOne) {
+  const HostTensor x = HostTensor::f32({2, 2}, {1000.f, 1000.f, -1000.f, 0.f});
+  const HostTensor y = run(
+      x, [](const Tensor& t) { return tg::softmax(t); }, ComputeType::f32);
+  EXPECT_EQ(y.values, (std::vector<double>{0.5, 0.5, 0.0, 1.0}));
+}
+
+TEST(Softmax, RejectsBadAxesAndDtypes) {
+  tg::GraphBuilder b("g");
+  tg::TracingScope scope(b);
+  const Tensor x = b.input("x", {DType::f32, {2, 3}});
+  const Tensor i = b.input("i", {DType::i32, {2, 3}});
+  EXPECT_THROW(tg::softmax(x, 2), tg::ShapeError);
+  EXPECT_THROW(tg::log_softmax(i), tg::ShapeError);
+}
+
+// The parser hands shape rules raw attributes: they must refuse what the front-end never emits.
+TEST(Softmax, ShapeRuleValidatesRawAttributes) {
+  const tg::TensorType x{DType::f32, {2, 3}};
+  try {
+    tg::infer_type(op::Softmax, {{"axis", std::int64_t{-1}}}, {&x, 1});
+    FAIL() << "a raw negative axis was accepted";
+  } catch (const tg::RuleBroken& broken) {
+    EXPECT_NE(broken.rule.find("out of range"), std::string::npos) << broken.rule;
+  }
+}
+
+// Facts pinned per op (optional: a new op is checked by the generic tests without joining).
+const std::map<OpId, tg::ToleranceClass> kPinnedTolerance = {{op::Softmax, tg::ToleranceClass::reduction},
+                                                             {op::LogSoftmax, tg::ToleranceClass::reduction}};
+
+// Every op of the family (from the registry) carries all its OpDef parts, and its samples pass its
+// shape rule; the facts pinned per op hold.
+TEST(SoftmaxOpDefs, CompleteAndSamplesValid) {
+  tg::test::expect_ops_in_family(kPinnedTolerance, kFamily);
+  for (OpId op : tg::test::expect_family_defs(kFamily, 42, 200)) {
+    const tg::OpDef& def = tg::op_def(op);
+    SCOPED_TRACE(std::string(def.name));
+    // A softmax normalizes one tensor along an axis.
+    EXPECT_EQ(def.arity, 1);
+    EXPECT_FALSE(def.attrs.empty());
+    tg::SampleRng rng(42);
+    const auto from_ints = def.samples(rng, tg::TensorType{DType::i32, {2, 3}});
+    if (const auto it = kPinnedTolerance.find(op); it != kPinnedTolerance.end()) {
+      EXPECT_TRUE(def.differentiable);
+      EXPECT_EQ(def.tolerance, it->second);
+      EXPECT_FALSE(from_ints.has_value());
+    }
+  }
+  const tg::TensorType x{DType::f32, {4, 7}};
+  EXPECT_EQ(tg::op_def(op::Softmax).reduction_length({{"axis", std::int64_t{1}}}, {&x, 1}), 7);
+}
+
+TEST(SoftmaxOpDefs, F32RunsMatchTheOracleWithinTheToleranceClass) {
+  tg::test::expect_family_runs_match_oracle(kFamily, 7, 20);
+}
+
+// Every differentiable op of the family: its grad rule for a random cotangent g against central
+// differences of sum(g * op(x)), all in f64; trial 0 on an f32[3,4] input.
+TEST(SoftmaxGrads, GradRulesMatchFiniteDifferences) {
+  tg::test::expect_family_grads_match_finite_differences(kFamily, 99, 6, Shape{3, 4},
+                                                         {.probes = 12, .exact_cotangent_type = true});
+}
+
+}  // namespace
