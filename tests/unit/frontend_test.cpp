@@ -1,6 +1,6 @@
 // The tracing front-end as a user meets it: trace-time shape errors that point at the user's line,
-// operators that build the right nodes with the right call sites, creation ops that need a tracing
-// scope, and tensors of two graphs that must not mix.
+// operators that build the right nodes with the right call sites, scalar operands, and tensors of
+// two graphs that must not mix (creation ops and their tracing scopes: creation_test.cpp).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -128,38 +128,12 @@ TEST(FrontendOperators, ComputeWhatTheySay) {
   }
 }
 
-TEST(FrontendScopes, CreationOpsNeedATracingScope) {
-  for (const auto& create : std::vector<std::function<void()>>{
-           [] { (void)tg::zeros({2}); }, [] { (void)tg::ones({2}); }, [] { (void)tg::full({2}, 3.0); },
-           [] { (void)tg::arange(4); }, [] { (void)tg::scalar(1.0); }}) {
-    try {
-      create();
-      ADD_FAILURE() << "expected tg::Error";
-    } catch (const tg::Error& e) {
-      EXPECT_TRUE(contains(e.what(), "no graph is being traced")) << e.what();
-    }
-  }
-}
-
 TEST(FrontendScopes, ScalarOperandsJoinTheirTensorsGraphWithoutAScope) {
   tg::GraphBuilder b;
   auto x = b.input("x", {DType::f32, {2}});
   auto y = x * 3.0;
   EXPECT_EQ(&y.builder(), &b);
   EXPECT_EQ(b.graph().nodes().size(), 2u);  // full + mul
-}
-
-TEST(FrontendScopes, CreationOpsGoToTheInnermostScope) {
-  tg::GraphBuilder outer("outer");
-  tg::GraphBuilder inner("inner");
-  tg::TracingScope outer_scope(outer);
-  {
-    tg::TracingScope inner_scope(inner);
-    EXPECT_EQ(&tg::zeros({1}).builder(), &inner);
-  }
-  EXPECT_EQ(&tg::arange(3).builder(), &outer);
-  EXPECT_EQ(inner.graph().nodes().size(), 1u);
-  EXPECT_EQ(outer.graph().nodes().size(), 1u);
 }
 
 TEST(FrontendScopes, TensorsOfTwoGraphsDoNotMix) {

@@ -1,6 +1,7 @@
-// Layout and creation ops: forward values against loops written here, in both compute types and for
-// every dtype the layout ops accept; the front-end's -1 and negative-axis handling; shape errors;
-// and the registry entries (samples valid, grad rules well-typed).
+// The layout family: forward values against loops written here, in both compute types and for every
+// dtype the layout ops accept; the front-end's -1 and negative-axis handling; shape errors; and, for
+// every op the registry lists in the family, the registry entries (samples valid, grad rules
+// well-typed), f32 against the oracle and the grad rules against finite differences.
 #include "tensorgrad/ir/ops/ids/layout.h"
 
 #include <gtest/gtest.h>
@@ -8,10 +9,11 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <numeric>
 
 #include "support/library.h"
-#include "tensorgrad/ir/ops/ids/creation.h"
+#include "support/op_family.h"
 
 namespace {
 
@@ -42,14 +44,6 @@ tg::HostTensor run_unary(const tg::TensorType& in_type, const std::vector<double
   b.output("y", op(b.input("x", in_type)));
   const tg::Graph g = b.take();
   return tg::interpret(g, {{"x", tg::HostTensor::of(in_type, values)}}, {.compute = compute}).outputs.at("y");
-}
-
-// Runs a graph of creation ops only and returns output "y".
-tg::HostTensor run_nullary(const std::function<tg::Tensor()>& op, tg::ComputeType compute) {
-  tg::GraphBuilder b("g");
-  tg::TracingScope scope(b);
-  b.output("y", op());
-  return tg::interpret(b.take(), {}, {.compute = compute}).outputs.at("y");
 }
 
 // Expects `trace` to throw a ShapeError whose message names the op and contains `rule_part`.
@@ -265,77 +259,43 @@ TEST(SumToShape, RefusesBadTargetsAndDtypes) {
   expect_shape_error([&] { (void)tg::sum_to_shape(i, {3}); }, "sum_to_shape", "input 0 must be f32");
 }
 
-TEST(Creation, ArangeZerosOnesFullValuesAndDtypes) {
-  for (tg::ComputeType compute : kComputeTypes) {
-    const auto ints = run_nullary([] { return tg::arange(5); }, compute);
-    EXPECT_EQ(ints.type, (tg::TensorType{DType::i32, {5}}));
-    EXPECT_EQ(ints.values, (std::vector<double>{0, 1, 2, 3, 4}));
-    const auto floats = run_nullary([] { return tg::arange(3, DType::f32); }, compute);
-    EXPECT_EQ(floats.type, (tg::TensorType{DType::f32, {3}}));
-    EXPECT_EQ(floats.values, (std::vector<double>{0, 1, 2}));
-    EXPECT_EQ(run_nullary([] { return tg::arange(0); }, compute).values.size(), 0u);
+// Facts pinned per op (optional: a new op is checked by the generic tests without joining).
+struct Pinned {
+  tg::ToleranceClass tolerance;
+  bool accepts_i32;  // whether the sample generator takes an existing i32 value as input 0
+};
 
-    const auto z = run_nullary([] { return tg::zeros({2, 3}); }, compute);
-    EXPECT_EQ(z.type, (tg::TensorType{DType::f32, {2, 3}}));
-    EXPECT_EQ(z.values, std::vector<double>(6, 0.0));
-    const auto o = run_nullary([] { return tg::ones({4}, DType::boolean); }, compute);
-    EXPECT_EQ(o.type, (tg::TensorType{DType::boolean, {4}}));
-    EXPECT_EQ(o.values, std::vector<double>(4, 1.0));
-    const auto oi = run_nullary([] { return tg::ones({2}, DType::i32); }, compute);
-    EXPECT_EQ(oi.type, (tg::TensorType{DType::i32, {2}}));
-    EXPECT_EQ(oi.values, std::vector<double>(2, 1.0));
-
-    const auto f = run_nullary([] { return tg::full({2, 2}, 0.1); }, compute);
-    EXPECT_EQ(f.type, (tg::TensorType{DType::f32, {2, 2}}));
-    // An f32 constant is rounded to f32 at trace time, so both compute types see 0.1f.
-    const double expected = double{0.1f};
-    EXPECT_EQ(f.values, std::vector<double>(4, expected));
-    const auto fi = run_nullary([] { return tg::full({3}, -7, DType::i32); }, compute);
-    EXPECT_EQ(fi.type, (tg::TensorType{DType::i32, {3}}));
-    EXPECT_EQ(fi.values, std::vector<double>(3, -7.0));
-    const auto inf = run_nullary([] { return tg::full({1}, -INFINITY); }, compute);
-    EXPECT_TRUE(std::isinf(inf.values[0]) && inf.values[0] < 0);
-    const auto s = run_nullary([] { return tg::scalar(2.5); }, compute);
-    EXPECT_EQ(s.type, (tg::TensorType{DType::f32, {}}));
-    EXPECT_EQ(s.values, std::vector<double>{2.5});
-  }
+std::map<tg::OpId, Pinned> pinned_defs() {
+  using TC = tg::ToleranceClass;
+  return {{tg::op::Reshape, {TC::exact, true}},
+          {tg::op::Permute, {TC::exact, true}},
+          {tg::op::SwapAxes, {TC::exact, true}},
+          {tg::op::BroadcastTo, {TC::exact, true}},
+          {tg::op::SumToShape, {TC::reduction, false}}};  // sum_to_shape is f32 only
 }
 
-TEST(Creation, RefusesValuesTheDtypeCannotHold) {
-  tg::GraphBuilder b;
-  tg::TracingScope scope(b);
-  expect_shape_error([] { (void)tg::full({2}, 1.5, DType::i32); }, "full", "i32 tensor needs an integer value");
-  expect_shape_error([] { (void)tg::full({2}, 2, DType::boolean); }, "full", "bool tensor needs the value 0 or 1");
-  expect_shape_error([] { (void)tg::full({-2}, 0); }, "full", "negative dimension -2");
-  expect_shape_error([] { (void)tg::zeros({3, -1}); }, "zeros", "negative dimension -1");
-  expect_shape_error([] { (void)tg::arange(-1); }, "arange", "n must be >= 0, got -1");
-  expect_shape_error([] { (void)tg::arange(3, DType::boolean); }, "arange", "dtype must be f32 or i32");
-  EXPECT_EQ(tg::full({2}, 1, DType::boolean).dtype(), DType::boolean);
-}
+constexpr std::string_view kFamily = "layout";
 
-constexpr tg::OpId kFamilyOps[] = {tg::op::Reshape,     tg::op::Permute,    tg::op::SwapAxes,
-                                   tg::op::BroadcastTo, tg::op::SumToShape, tg::op::Full,
-                                   tg::op::Zeros,       tg::op::Ones,       tg::op::Arange};
-
-TEST(LayoutAndCreationRegistry, EveryPartIsPresent) {
-  for (tg::OpId id : kFamilyOps) {
+TEST(LayoutRegistry, EveryPartIsPresent) {
+  const auto pinned = pinned_defs();
+  tg::test::expect_ops_in_family(pinned, kFamily);
+  for (tg::OpId id : tg::test::expect_family_defs(kFamily, 7, 40)) {
     const tg::OpDef& def = tg::op_def(id);
     SCOPED_TRACE(std::string(def.name));
-    EXPECT_EQ(def.name, tg::op_name(id));
-    EXPECT_NE(def.shape, nullptr);
-    EXPECT_NE(def.samples, nullptr);
-    EXPECT_EQ(def.differentiable, def.grad != nullptr);
-    EXPECT_TRUE(tg::interp_has_kernel(id));
-    const bool creation = def.arity == 0;
-    EXPECT_EQ(def.differentiable, !creation);
-    EXPECT_EQ(def.tolerance, id == tg::op::SumToShape ? tg::ToleranceClass::reduction : tg::ToleranceClass::exact);
+    // A layout op moves (or sums back) the elements of one tensor.
+    EXPECT_EQ(def.arity, 1);
+    EXPECT_TRUE(def.differentiable);
+    if (const auto it = pinned.find(id); it != pinned.end()) {
+      EXPECT_EQ(def.tolerance, it->second.tolerance);
+    }
   }
 }
 
 // Each sample must pass the shape rule, run through the kernel with a result of the rule's type,
-// and (for differentiable ops) give a cotangent of each input's type.
-TEST(LayoutAndCreationRegistry, SamplesAreValidAndGradRulesTyped) {
-  for (tg::OpId id : kFamilyOps) {
+// and give a cotangent of each input's type.
+TEST(LayoutRegistry, SamplesAreValidAndGradRulesTyped) {
+  const auto pinned = pinned_defs();
+  for (tg::OpId id : tg::test::family_ops(kFamily)) {
     const tg::OpDef& def = tg::op_def(id);
     SCOPED_TRACE(std::string(def.name));
     for (std::uint64_t seed = 0; seed < 40; ++seed) {
@@ -355,38 +315,43 @@ TEST(LayoutAndCreationRegistry, SamplesAreValidAndGradRulesTyped) {
         values["x" + std::to_string(i)] = tg::HostTensor::of(type, sample->domains[i].draw(rng, type.size()));
       }
       const tg::Tensor out = b.emit(id, inputs, sample->attrs, tg::SourceLoc{});
-      if (def.differentiable) {
-        const tg::GradArgs args{inputs, out, b.input("g", out.type()), sample->attrs};
-        const auto grads = def.grad(args);
-        ASSERT_EQ(grads.size(), inputs.size());
-        for (std::size_t i = 0; i < grads.size(); ++i) {
-          ASSERT_TRUE(grads[i].has_value());
-          EXPECT_EQ(grads[i]->type(), inputs[i].type());
-        }
-        values["g"] = tg::HostTensor::filled(out.type(), 1.0);
+      ASSERT_TRUE(def.differentiable);
+      const tg::GradArgs args{inputs, out, b.input("g", out.type()), sample->attrs};
+      const auto grads = def.grad(args);
+      ASSERT_EQ(grads.size(), inputs.size());
+      for (std::size_t i = 0; i < grads.size(); ++i) {
+        ASSERT_TRUE(grads[i].has_value());
+        EXPECT_EQ(grads[i]->type(), inputs[i].type());
       }
+      values["g"] = tg::HostTensor::filled(out.type(), 1.0);
       b.output("y", out);
       const auto result = tg::interpret(b.graph(), values).outputs.at("y");
       EXPECT_EQ(result.type, out.type());
       EXPECT_EQ(static_cast<std::int64_t>(result.values.size()), out.type().size());
 
-      // The same op must also accept an existing value of another dtype as input 0 (layout ops),
-      // or decline it cleanly.
-      if (def.arity == 1) {
-        tg::SampleRng again(seed);
-        const tg::TensorType i32_first{DType::i32, sample->inputs[0].shape};
-        if (const auto from_first = def.samples(again, i32_first)) {
-          EXPECT_EQ(from_first->inputs.at(0), i32_first);
-          EXPECT_NO_THROW((void)tg::infer_type(id, from_first->attrs, from_first->inputs));
-        } else {
-          EXPECT_EQ(id, tg::op::SumToShape);  // f32 only
-        }
-      } else {
-        tg::SampleRng again(seed);
-        EXPECT_FALSE(def.samples(again, tg::TensorType{DType::f32, {2}}).has_value());
+      // The same op must also accept an existing value of another dtype as input 0, or decline it
+      // cleanly (as pinned).
+      tg::SampleRng again(seed);
+      const tg::TensorType i32_first{DType::i32, sample->inputs[0].shape};
+      const auto from_first = def.samples(again, i32_first);
+      if (from_first) {
+        EXPECT_EQ(from_first->inputs.at(0), i32_first);
+        EXPECT_NO_THROW((void)tg::infer_type(id, from_first->attrs, from_first->inputs));
+      }
+      if (const auto it = pinned.find(id); it != pinned.end()) {
+        EXPECT_EQ(from_first.has_value(), it->second.accepts_i32);
       }
     }
   }
+}
+
+TEST(LayoutRegistry, F32RunsMatchTheOracleWithinTheToleranceClass) {
+  tg::test::expect_family_runs_match_oracle(kFamily, 7, 20);
+}
+
+// Layout grad rules pass a cotangent through for any dtype (the i32 one is unused).
+TEST(LayoutGrads, GradRulesMatchFiniteDifferences) {
+  tg::test::expect_family_grads_match_finite_differences(kFamily, 31, 4, std::nullopt, {.only_f32_cotangents = false});
 }
 
 }  // namespace
