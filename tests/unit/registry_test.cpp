@@ -1,7 +1,10 @@
-// The registry completeness test: every op in ops.def has every part of the op contract.
+// The registry completeness test: every op in ops.def has every part of the op contract, and every
+// family of ops.def has the files docs/adding-an-op.md says it lives in.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <set>
+#include <string>
 
 #include "support/library.h"
 #include "tensorgrad/vk/executor.h"
@@ -53,6 +56,32 @@ TEST(Registry, SamplesSatisfyTheirOwnShapeRules) {
       }
     }
   }
+}
+
+// The files of a family are found by name (both backends register a family from its file, the
+// tests of a family live in its test file): a family added to ops.def without them fails here.
+TEST(Registry, EveryFamilyHasItsSourceAndTestFiles) {
+  const std::filesystem::path root = TG_SOURCE_DIR;
+  ASSERT_FALSE(op_families().empty());
+  for (std::string_view family : op_families()) {
+    SCOPED_TRACE(std::string(family));
+    const std::string name(family);
+    for (const std::string& file : {"src/ir/ops/" + name + ".cpp", "src/interp/kernels/" + name + ".cpp",
+                                    "src/vk/kernels/" + name + ".cpp", "tests/unit/" + name + "_test.cpp"}) {
+      EXPECT_TRUE(std::filesystem::is_regular_file(root / file)) << "missing " << file;
+    }
+  }
+}
+
+TEST(Registry, EveryOpBelongsToAListedFamilyAndEveryFamilyHasOps) {
+  const std::set<std::string_view> families(op_families().begin(), op_families().end());
+  EXPECT_EQ(families.size(), op_families().size()) << "a family is listed twice";
+  std::set<std::string_view> with_ops;
+  for (OpId op : all_ops()) {
+    EXPECT_TRUE(families.contains(op_family(op))) << op_name(op) << " has family '" << op_family(op) << "'";
+    with_ops.insert(op_family(op));
+  }
+  for (std::string_view family : op_families()) EXPECT_TRUE(with_ops.contains(family)) << family << " has no ops";
 }
 
 TEST(Registry, UnknownOpNamesAreNotFound) {
