@@ -1,7 +1,8 @@
 // matmul: forward values in both compute types against a triple loop written here (2-D, leading
 // lhs dims, batched), sizes that are not multiples of the kernel's tiles, the promise that f32
-// results equal the plain in-order loop bit for bit whatever the thread count, shape errors and
-// the OpDef parts.
+// results equal the plain in-order loop bit for bit whatever the thread count, shape errors, and,
+// for every op the registry lists in the matmul family, the OpDef parts, f32 against the oracle and
+// the grad rules against finite differences.
 #include "tensorgrad/ir/ops/ids/matmul.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "support/library.h"
+#include "support/op_family.h"
 
 namespace {
 
@@ -158,6 +160,19 @@ TEST(Matmul, ShapeErrorsNameTheMismatch) {
   EXPECT_TRUE(contains(shape_error({3, 4}, {4, 2}, DType::i32), "f32"));
 }
 
+constexpr std::string_view kFamily = "matmul";
+
+// Every op of the family (from the registry) has its parts and valid samples.
+TEST(MatmulOpDef, EveryOpOfTheFamilyIsCompleteAndSamplesValid) {
+  tg::test::expect_ops_in_family(std::vector<OpId>{op::Matmul}, kFamily);
+  EXPECT_FALSE(tg::test::expect_family_defs(kFamily, 7, 100).empty());
+}
+
+TEST(MatmulOpDef, F32RunsMatchTheOracleWithinTheToleranceClass) {
+  tg::test::expect_family_runs_match_oracle(kFamily, 7, 20);
+}
+
+// Facts pinned for matmul itself.
 TEST(MatmulOpDef, CompleteAndSamplesValid) {
   const tg::OpDef& def = tg::op_def(op::Matmul);
   EXPECT_EQ(def.name, "matmul");
@@ -192,60 +207,11 @@ TEST(MatmulOpDef, CompleteAndSamplesValid) {
   EXPECT_FALSE(def.samples(rng, tg::TensorType{DType::i32, {3, 3}}).has_value());
 }
 
-// The grad rule for one sample, run in f64, against central differences of sum(g * matmul(a, b)).
-void check_grad_against_differences(const tg::OpSample& sample, tg::SampleRng& rng) {
-  tg::GraphBuilder builder("grad");
-  tg::TracingScope scope(builder);
-  const Tensor inputs[] = {builder.input("a", sample.inputs[0]), builder.input("b", sample.inputs[1])};
-  const Tensor y = tg::matmul(inputs[0], inputs[1]);
-  const Tensor g = builder.input("g", y.type());
-  const auto grads = tg::op_def(op::Matmul).grad(tg::GradArgs{inputs, y, g, sample.attrs});
-  ASSERT_EQ(grads.size(), 2u);
-  ASSERT_TRUE(grads[0] && grads[1]);
-  ASSERT_EQ(grads[0]->type(), sample.inputs[0]);
-  ASSERT_EQ(grads[1]->type(), sample.inputs[1]);
-  builder.output("y", y);
-  builder.output("da", *grads[0]);
-  builder.output("db", *grads[1]);
-  const tg::TensorType y_type = y.type();
-  const tg::Graph graph = builder.take();
-
-  // y's builder was emptied by take(); its type was copied first.
-  std::vector<double> g_values(static_cast<std::size_t>(y_type.size()));
-  for (auto& v : g_values) v = rng.uniform(-1, 1);
-  tg::TensorMap feed{{"a", HostTensor::of(sample.inputs[0], sample.domains[0].draw(rng, sample.inputs[0].size()))},
-                     {"b", HostTensor::of(sample.inputs[1], sample.domains[1].draw(rng, sample.inputs[1].size()))},
-                     {"g", HostTensor::of(y_type, g_values)}};
-  const auto analytic = tg::interpret(graph, feed).outputs;
-  const auto weighted_output = [&](const tg::TensorMap& values) {
-    const HostTensor out = tg::interpret(graph, values).outputs.at("y");
-    double total = 0;
-    for (std::size_t j = 0; j < out.values.size(); ++j) total += g_values[j] * out.values[j];
-    return total;
-  };
-  constexpr double kStep = 1e-6;
-  for (const char* name : {"a", "b"}) {
-    const HostTensor& grad = analytic.at(std::string("d") + name);
-    const std::size_t stride = std::max<std::size_t>(1, grad.values.size() / 10);
-    for (std::size_t e = 0; e < grad.values.size(); e += stride) {
-      tg::TensorMap moved = feed;
-      moved.at(name).values[e] += kStep;
-      const double up = weighted_output(moved);
-      moved.at(name).values[e] -= 2 * kStep;
-      const double numeric = (up - weighted_output(moved)) / (2 * kStep);
-      EXPECT_NEAR(grad.values[e], numeric, 1e-6 * (1 + std::fabs(numeric))) << name << " element " << e;
-    }
-  }
-}
-
+// Every differentiable op of the family: the grad rule, run in f64, against central differences of
+// sum(g * op(a, b)); each cotangent has its input's type.
 TEST(MatmulGrad, MatchesFiniteDifferences) {
-  tg::SampleRng rng(11);
-  for (int trial = 0; trial < 12; ++trial) {
-    const auto sample = tg::op_def(op::Matmul).samples(rng, std::nullopt);
-    ASSERT_TRUE(sample.has_value());
-    SCOPED_TRACE(sample->inputs[0].to_string() + " x " + sample->inputs[1].to_string());
-    check_grad_against_differences(*sample, rng);
-  }
+  tg::test::expect_family_grads_match_finite_differences(kFamily, 11, 12, std::nullopt,
+                                                         {.probes = 10, .exact_cotangent_type = true});
 }
 
 }  // namespace
