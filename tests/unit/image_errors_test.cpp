@@ -1,5 +1,5 @@
-// The image family's bad input and OpDef parts: every shape error names the op, the numbers and
-// the call site; every op has every part of the op contract and samples that fit a given input.
+// The image family's bad input: every shape error names the op, the numbers and the call site (the
+// OpDef parts and the rest of the family: image_test.cpp).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -7,13 +7,10 @@
 #include <vector>
 
 #include "support/library.h"
-#include "tensorgrad/ir/ops/ids/image.h"
 
 namespace {
 
 using tg::DType;
-using tg::OpId;
-namespace op = tg::op;
 using tg::Shape;
 using tg::Tensor;
 
@@ -112,52 +109,6 @@ TEST(NearestUpsample2d, RefusesBadFactorAndRank) {
         tg::nearest_upsample2d(b.input("x", f32({2, 2, 2})), 2);
       },
       "nearest_upsample2d", {"input must be 4-D", "f32[2,2,2]"});
-}
-
-// ---- registry entries ----
-
-TEST(ImageOps, EveryOpDefHasItsParts) {
-  const OpId ops[] = {op::Conv2d, op::Conv2dInputGrad, op::Conv2dWeightGrad, op::MaxPool2d, op::MaxPool2dGrad};
-  for (OpId id : ops) {
-    const tg::OpDef& def = tg::op_def(id);
-    SCOPED_TRACE(std::string(def.name));
-    EXPECT_EQ(def.name, tg::op_name(id));
-    EXPECT_NE(def.shape, nullptr);
-    EXPECT_NE(def.samples, nullptr);
-    EXPECT_EQ(def.differentiable, id != op::MaxPool2dGrad);
-    EXPECT_EQ(def.grad != nullptr, def.differentiable);
-    EXPECT_EQ(def.arity, id == op::MaxPool2d ? 1 : 2);
-    // Every sample passes its own shape rule, and stays small.
-    for (std::uint64_t s = 0; s < 50; ++s) {
-      tg::SampleRng rng(s);
-      const auto sample = def.samples(rng, std::nullopt);
-      ASSERT_TRUE(sample.has_value());
-      EXPECT_NO_THROW(tg::infer_type(id, sample->attrs, sample->inputs));
-      for (const auto& t : sample->inputs) EXPECT_LE(t.size(), 512);
-    }
-  }
-  EXPECT_EQ(tg::op_def(op::MaxPool2d).tolerance, tg::ToleranceClass::exact);
-  const tg::TensorType conv_inputs[] = {f32({2, 3, 8, 8}), f32({4, 3, 3, 2})};
-  const tg::Attrs conv_attrs{{"padding", std::int64_t{1}}, {"stride", std::int64_t{1}}};
-  EXPECT_EQ(tg::op_def(op::Conv2d).tolerance, tg::ToleranceClass::matmul);
-  EXPECT_EQ(tg::op_def(op::Conv2d).reduction_length(conv_attrs, std::span<const tg::TensorType>(conv_inputs)),
-            3 * 3 * 2);
-}
-
-TEST(ImageOps, SamplesFitAGivenFirstInput) {
-  // conv2d_input_grad's first input is grad_output: the sample must pick an image size that gives it.
-  for (std::uint64_t s = 0; s < 50; ++s) {
-    for (OpId id : {op::Conv2d, op::Conv2dInputGrad, op::Conv2dWeightGrad, op::MaxPool2d}) {
-      tg::SampleRng rng(s);
-      const tg::TensorType first = f32({2, 3, 4 + static_cast<std::int64_t>(s % 3), 5});
-      const auto sample = tg::op_def(id).samples(rng, first);
-      if (!sample) continue;
-      EXPECT_EQ(sample->inputs[0], first);
-      EXPECT_NO_THROW(tg::infer_type(id, sample->attrs, sample->inputs)) << tg::op_name(id);
-    }
-  }
-  tg::SampleRng rng(1);
-  EXPECT_FALSE(tg::op_def(op::Conv2d).samples(rng, f32({2, 3, 4})).has_value());
 }
 
 }  // namespace

@@ -1,17 +1,23 @@
 // The image family (NCHW): conv2d and its adjoints, max_pool2d and its gradient, and the composite
 // nearest_upsample2d. Forward values in both compute types against plain loops written here (the
 // adjoints as scatters, where the kernels gather), gradients through tg::differentiate, tie
-// handling, thread-count independence; shape errors and OpDef parts are in image_errors_test.cpp.
+// handling, thread-count independence; and, for every op the registry lists in the family, the
+// OpDef parts, samples that fit a given input, f32 against the oracle and the grad rules against
+// finite differences. Shape errors are in image_errors_test.cpp.
+#include "tensorgrad/ir/ops/ids/image.h"
+
 #include <gtest/gtest.h>
 #include <tbb/global_control.h>
 
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "support/library.h"
+#include "support/op_family.h"
 
 namespace {
 
@@ -19,6 +25,7 @@ using tg::ComputeType;
 using tg::DType;
 using tg::HostTensor;
 using tg::OpId;
+namespace op = tg::op;
 using tg::Shape;
 using tg::Tensor;
 
@@ -417,6 +424,75 @@ TEST(NearestUpsample2d, FactorOneIsTheIdentity) {
   tg::TracingScope scope(b);
   const Tensor x = b.input("x", {DType::f32, {1, 2, 3, 4}});
   EXPECT_EQ(tg::nearest_upsample2d(x, 1).id(), x.id());
+}
+
+// ---- registry entries ----
+
+constexpr std::string_view kFamily = "image";
+
+tg::TensorType f32(Shape s) { return {DType::f32, std::move(s)}; }
+
+// Facts pinned per op (optional: a new op is checked by the generic tests without joining).
+struct Pinned {
+  int arity;
+  bool differentiable;
+};
+const std::map<OpId, Pinned> kPinned = {{op::Conv2d, {2, true}},
+                                        {op::Conv2dInputGrad, {2, true}},
+                                        {op::Conv2dWeightGrad, {2, true}},
+                                        {op::MaxPool2d, {1, true}},
+                                        {op::MaxPool2dGrad, {2, false}}};
+
+// Every op of the family (from the registry) has every part of the op contract.
+TEST(ImageOps, EveryOpDefHasItsParts) {
+  tg::test::expect_ops_in_family(kPinned, kFamily);
+  for (OpId id : tg::test::family_ops(kFamily)) {
+    const tg::OpDef& def = tg::op_def(id);
+    SCOPED_TRACE(std::string(def.name));
+    tg::test::expect_def_parts(id);
+    if (const auto it = kPinned.find(id); it != kPinned.end()) {
+      EXPECT_EQ(def.differentiable, it->second.differentiable);
+      EXPECT_EQ(def.arity, it->second.arity);
+    }
+    // Every sample passes its own shape rule, and stays small.
+    for (std::uint64_t s = 0; s < 50; ++s) {
+      tg::SampleRng rng(s);
+      const auto sample = def.samples(rng, std::nullopt);
+      ASSERT_TRUE(sample.has_value());
+      EXPECT_NO_THROW(tg::infer_type(id, sample->attrs, sample->inputs));
+      for (const auto& t : sample->inputs) EXPECT_LE(t.size(), 512);
+    }
+  }
+  EXPECT_EQ(tg::op_def(op::MaxPool2d).tolerance, tg::ToleranceClass::exact);
+  const tg::TensorType conv_inputs[] = {f32({2, 3, 8, 8}), f32({4, 3, 3, 2})};
+  const tg::Attrs conv_attrs{{"padding", std::int64_t{1}}, {"stride", std::int64_t{1}}};
+  EXPECT_EQ(tg::op_def(op::Conv2d).tolerance, tg::ToleranceClass::matmul);
+  EXPECT_EQ(tg::op_def(op::Conv2d).reduction_length(conv_attrs, std::span<const tg::TensorType>(conv_inputs)),
+            3 * 3 * 2);
+}
+
+TEST(ImageOps, SamplesFitAGivenFirstInput) {
+  // conv2d_input_grad's first input is grad_output: the sample must pick an image size that gives it.
+  for (std::uint64_t s = 0; s < 50; ++s) {
+    for (OpId id : tg::test::family_ops(kFamily)) {
+      tg::SampleRng rng(s);
+      const tg::TensorType first = f32({2, 3, 4 + static_cast<std::int64_t>(s % 3), 5});
+      const auto sample = tg::op_def(id).samples(rng, first);
+      if (!sample) continue;
+      EXPECT_EQ(sample->inputs[0], first);
+      EXPECT_NO_THROW(tg::infer_type(id, sample->attrs, sample->inputs)) << tg::op_name(id);
+    }
+  }
+  tg::SampleRng rng(1);
+  EXPECT_FALSE(tg::op_def(op::Conv2d).samples(rng, f32({2, 3, 4})).has_value());
+}
+
+TEST(ImageOps, F32RunsMatchTheOracleWithinTheToleranceClass) {
+  tg::test::expect_family_runs_match_oracle(kFamily, 7, 10);
+}
+
+TEST(ImageGrads, GradRulesMatchFiniteDifferences) {
+  tg::test::expect_family_grads_match_finite_differences(kFamily, 13, 3, std::nullopt, {.probes = 8});
 }
 
 }  // namespace

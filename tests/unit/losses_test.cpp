@@ -1,7 +1,9 @@
 // The losses family: nll_loss and cross_entropy against loops written here for every reduction, in
 // both compute types; numerical stability on large logits; out-of-range targets (a RuntimeError
 // naming the op and the value); shape and reduction errors; gradients (first and second order)
-// through tg::differentiate against closed forms and finite differences; and the OpDef parts.
+// through tg::differentiate against closed forms and finite differences; and, for every op the
+// registry lists in the family, the OpDef parts, f32 against the oracle and the grad rules against
+// finite differences.
 #include "tensorgrad/ir/ops/ids/losses.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "support/library.h"
+#include "support/op_family.h"
 
 namespace {
 
@@ -298,21 +301,22 @@ TEST(Losses, SameBitsForAnyThreadCount) {
   }
 }
 
+constexpr std::string_view kFamily = "losses";
+
+// Every op of the family (from the registry) has its parts and valid samples. A loss takes f32
+// scores, targets (i32 targets are valid class indices) and a reduction; it sums, so its tolerance
+// class is reduction.
 TEST(LossesOpDefs, CompleteAndSamplesValid) {
-  for (OpId op : {op::NllLoss, op::CrossEntropy}) {
+  tg::test::expect_ops_in_family(std::vector<OpId>{op::NllLoss, op::CrossEntropy}, kFamily);
+  for (OpId op : tg::test::expect_family_defs(kFamily, 5, 50)) {
     const tg::OpDef& def = tg::op_def(op);
     SCOPED_TRACE(std::string(def.name));
-    EXPECT_EQ(def.name, tg::op_name(op));
     EXPECT_EQ(def.arity, 2);
     ASSERT_EQ(def.attrs.size(), 1u);
     EXPECT_EQ(def.attrs[0].kind, tg::AttrKind::string);
-    EXPECT_NE(def.shape, nullptr);
     EXPECT_TRUE(def.differentiable);
-    EXPECT_NE(def.grad, nullptr);
-    EXPECT_NE(def.samples, nullptr);
     EXPECT_NE(def.reduction_length, nullptr);
     EXPECT_EQ(def.tolerance, tg::ToleranceClass::reduction);
-    EXPECT_TRUE(tg::interp_has_kernel(op));
     tg::SampleRng rng(5);
     int seen[3] = {0, 0, 0};
     for (int i = 0; i < 200; ++i) {
@@ -322,9 +326,11 @@ TEST(LossesOpDefs, CompleteAndSamplesValid) {
       ASSERT_EQ(sample->domains.size(), 2u);
       EXPECT_LE(sample->inputs[0].size(), 512);
       EXPECT_NO_THROW(tg::infer_type(op, sample->attrs, sample->inputs)) << sample->attrs.to_string();
-      EXPECT_EQ(sample->domains[1].kind, tg::ValueDomain::Kind::index);
-      EXPECT_EQ(sample->domains[1].lo, 0);
-      EXPECT_EQ(sample->domains[1].hi, static_cast<double>(sample->inputs[0].shape.back() - 1));
+      if (sample->inputs[1].dtype == DType::i32) {
+        EXPECT_EQ(sample->domains[1].kind, tg::ValueDomain::Kind::index);
+        EXPECT_EQ(sample->domains[1].lo, 0);
+        EXPECT_EQ(sample->domains[1].hi, static_cast<double>(sample->inputs[0].shape.back() - 1));
+      }
       const std::string& r = sample->attrs.string("reduction");
       ++seen[r == "none" ? 0 : r == "mean" ? 1 : 2];
       const auto again = def.samples(rng, sample->inputs[0]);
@@ -344,6 +350,14 @@ TEST(LossesOpDefs, CompleteAndSamplesValid) {
   EXPECT_EQ(length(op::NllLoss, "sum"), 6);
   EXPECT_EQ(length(op::CrossEntropy, "none"), 5);
   EXPECT_EQ(length(op::CrossEntropy, "mean"), 30);
+}
+
+TEST(LossesOpDefs, F32RunsMatchTheOracleWithinTheToleranceClass) {
+  tg::test::expect_family_runs_match_oracle(kFamily, 7, 20);
+}
+
+TEST(LossesGrads, GradRulesMatchFiniteDifferences) {
+  tg::test::expect_family_grads_match_finite_differences(kFamily, 3, 6);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <tbb/global_control.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -15,6 +16,7 @@
 
 #include "interp/philox.h"
 #include "support/library.h"
+#include "support/op_family.h"
 
 namespace {
 
@@ -331,33 +333,37 @@ TEST(Dropout, ShapeRuleRefusesWhatTheParserCouldFeedIt) {
       "dropout", "input 0 must be f32");
 }
 
+constexpr std::string_view kFamily = "random";
+
+// Every op of the family (from the registry) has every part; a random op draws from the step seed
+// with a per-call salt attribute.
 TEST(RandomOps, DefinitionsHaveEveryPart) {
-  for (OpId op : {op::Randn, op::Dropout}) {
+  tg::test::expect_ops_in_family(std::vector<OpId>{op::Randn, op::Dropout}, kFamily);
+  for (OpId op : tg::test::expect_family_defs(kFamily, 1, 50)) {
     const tg::OpDef& def = tg::op_def(op);
     SCOPED_TRACE(std::string(def.name));
-    EXPECT_NE(def.shape, nullptr);
-    EXPECT_NE(def.samples, nullptr);
-    EXPECT_TRUE(tg::interp_has_kernel(op));
-    EXPECT_TRUE(def.attrs.size() == 2);
+    EXPECT_TRUE(std::any_of(def.attrs.begin(), def.attrs.end(), [](const auto& a) { return a.name == "salt"; }));
   }
+  EXPECT_EQ(tg::op_def(op::Randn).attrs.size(), 2u);
+  EXPECT_EQ(tg::op_def(op::Dropout).attrs.size(), 2u);
   EXPECT_FALSE(tg::op_def(op::Randn).differentiable);
   EXPECT_EQ(tg::op_def(op::Randn).tolerance, tg::ToleranceClass::transcendental);
   EXPECT_TRUE(tg::op_def(op::Dropout).differentiable);
   EXPECT_NE(tg::op_def(op::Dropout).grad, nullptr);
   EXPECT_EQ(tg::op_def(op::Dropout).tolerance, tg::ToleranceClass::elementwise);
-  // Samples draw valid attributes for the rule, with or without a given first input.
   tg::SampleRng rng(1);
-  for (int i = 0; i < 50; ++i) {
-    for (OpId op : {op::Randn, op::Dropout}) {
-      const auto sample = tg::op_def(op).samples(rng, std::nullopt);
-      ASSERT_TRUE(sample.has_value());
-      EXPECT_NO_THROW(tg::infer_type(op, sample->attrs, sample->inputs));
-    }
-  }
   EXPECT_FALSE(tg::op_def(op::Dropout).samples(rng, tg::TensorType{DType::i32, {2}}).has_value());
   const auto given = tg::op_def(op::Dropout).samples(rng, tg::TensorType{DType::f32, {2, 3}});
   ASSERT_TRUE(given.has_value());
   EXPECT_EQ(given->inputs[0], (tg::TensorType{DType::f32, {2, 3}}));
+}
+
+TEST(RandomOps, F32RunsMatchTheOracleWithinTheToleranceClass) {
+  tg::test::expect_family_runs_match_oracle(kFamily, 7, 20);
+}
+
+TEST(RandomGrads, GradRulesMatchFiniteDifferences) {
+  tg::test::expect_family_grads_match_finite_differences(kFamily, 21, 4);
 }
 
 }  // namespace
