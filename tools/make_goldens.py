@@ -1,27 +1,33 @@
 #!/usr/bin/python3
 """Generates the golden files of tests/golden/data from the cases in tools/goldens/<module>.py.
 
-Run with Debian's python3-torch (/usr/bin/python3). For every module of tools/goldens (except
-spec and __init__) it writes tests/golden/data/<module>.golden holding all the module's CASES: the
-inputs (drawn from a generator seeded by the case name), PyTorch's float64 output and, for float
-outputs, a projection `proj` and the gradient of sum(out * proj) with respect to every f32 input.
-The format is described in tests/golden/README.md.
+Run with Debian's python3-torch (/usr/bin/python3). For every module of tools/goldens (one per op
+family of ops.def, plus `normalization`; not spec and __init__) it writes
+tests/golden/data/<module>.golden holding all the module's CASES: the inputs (drawn from a
+generator seeded by the module and case name), PyTorch's float64 output and, for float outputs, a
+projection `proj` and the gradient of sum(out * proj) with respect to every f32 input. The format
+is described in tests/golden/README.md.
 
-    /usr/bin/python3 tools/make_goldens.py                # regenerate every module
-    /usr/bin/python3 tools/make_goldens.py --only core    # one module
-    /usr/bin/python3 tools/make_goldens.py --check        # regenerate into a temp dir, diff, exit 1 on a difference
+    /usr/bin/python3 tools/make_goldens.py                     # regenerate every module
+    /usr/bin/python3 tools/make_goldens.py --only reduce       # one module
+    /usr/bin/python3 tools/make_goldens.py --check             # regenerate into a temp dir, diff, exit 1 on a difference
 
-A case that fails (an exception in its torch callable, a bad spec) is reported by name and left
-out of its file; the exit status is then 1.
+The output is a function of the cases alone, bit for bit: every case draws from its own generator
+and runs under the same torch state, whatever ran before it, and the process pins what makes
+float64 results machine-dependent (see pin_environment). A case that fails (an exception in its
+torch callable, a bad spec) is reported by name and left out of its file; the exit status is then 1.
 """
 
 import argparse
+import glob
 import importlib
 import math
 import os
+import random
 import re
 import struct
 import sys
+import sysconfig
 import tempfile
 import traceback
 import zlib
@@ -29,11 +35,104 @@ import zlib
 TOOLS_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(TOOLS_DIR)
 DATA_DIR = os.path.join(REPO_DIR, "tests", "golden", "data")
+OPS_DEF = os.path.join(REPO_DIR, "include", "tensorgrad", "ir", "ops", "ops.def")
 sys.path.insert(0, TOOLS_DIR)
+
+# ---- the environment -----------------------------------------------------------------------------
+# Besides the cases, PyTorch's float64 digits depend on three things a machine chooses, so the
+# generator pins each of them before torch is loaded (the dynamic loader and ATen read them once, at
+# start-up, hence the re-exec):
+# - the BLAS behind libblas.so.3, which computes matmul and conv2d (im2col + gemm). The reference
+#   BLAS adds each dot product's terms in order; OpenBLAS blocks and vectorizes the sum by a kernel
+#   it picks for the CPU. The files committed before this pin came from an OpenBLAS on its generic
+#   (Prescott) kernels, and a run on a machine with the reference BLAS changed the last digits of
+#   matmul_long_inner and of five conv cases: regenerating one family rewrote digits of others.
+#   Pinned: the reference BLAS (Debian's libblas3), found first through LD_LIBRARY_PATH.
+# - ATen's CPU capability: its vectorized sums, softmax and transcendental functions take other
+#   orders and formulas at default, avx2 and avx512 (each gives other digits here). Pinned: avx2,
+#   what Debian's torch picks on current x86-64 CPUs.
+# - threads: one (OpenMP, OpenBLAS, MKL), so no sum is split by a thread count.
+# environment_problems() checks that the pins took; writing files refuses to run otherwise.
+PINNED_MARK = "TG_GOLDENS_PINNED"
+PINNED_CAPABILITY = "avx2"
+EXPECTED_TORCH = "1.13."  # Debian 12's python3-torch, which wrote the committed files
+
+
+def multiarch_lib_dir() -> str:
+    arch = sysconfig.get_config_var("MULTIARCH") or ""
+    return os.path.join("/usr/lib", arch) if arch else "/usr/lib"
+
+
+def reference_blas_dirs() -> list:
+    """Debian's reference BLAS and LAPACK directories (libblas3, liblapack3), those present."""
+    base = multiarch_lib_dir()
+    dirs = [os.path.join(base, "blas"), os.path.join(base, "lapack")]
+    return [d for d in dirs if glob.glob(os.path.join(d, "lib*.so.3"))]
+
+
+def pin_environment():
+    """Re-executes this script once with the pinned BLAS, CPU capability and thread counts."""
+    if os.environ.get(PINNED_MARK) == "1":
+        return
+    env = dict(os.environ)
+    env[PINNED_MARK] = "1"
+    env["ATEN_CPU_CAPABILITY"] = PINNED_CAPABILITY
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[name] = "1"
+    dirs = reference_blas_dirs()
+    if env.get("LD_LIBRARY_PATH"):
+        dirs.append(env["LD_LIBRARY_PATH"])
+    if dirs:
+        env["LD_LIBRARY_PATH"] = ":".join(dirs)
+    os.execve(sys.executable, [sys.executable, os.path.abspath(__file__)] + sys.argv[1:], env)
+
+
+if __name__ == "__main__":
+    pin_environment()
 
 import torch  # noqa: E402
 
 from goldens.spec import Case, InputSpec  # noqa: E402
+
+
+def loaded_blas() -> list:
+    """The BLAS libraries this process has mapped (after a float64 matmul has loaded them)."""
+    torch.ones(2, 2, dtype=torch.float64) @ torch.ones(2, 2, dtype=torch.float64)
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as f:
+            paths = {line.split()[-1] for line in f if "/" in line}
+    except OSError:
+        return []
+    return sorted(os.path.realpath(p) for p in paths if re.search(r"lib(open)?blas|libmkl", os.path.basename(p)))
+
+
+def cpu_capability() -> str:
+    found = re.search(r"CPU capability usage: (\S+)", torch.__config__.show())
+    return found.group(1) if found else "unknown"
+
+
+def describe_environment() -> str:
+    blas = ", ".join(loaded_blas()) or "unknown"
+    return f"torch {torch.__version__}, ATen CPU capability {cpu_capability()}, BLAS {blas}, " \
+           f"{torch.get_num_threads()} thread(s)"
+
+
+def environment_problems() -> list:
+    """What differs from the pinned environment (empty when the files will come out bit for bit)."""
+    problems = []
+    if not torch.__version__.startswith(EXPECTED_TORCH):
+        problems.append(f"torch {torch.__version__}, not {EXPECTED_TORCH}x (Debian 12's python3-torch)")
+    if cpu_capability().lower() != PINNED_CAPABILITY:
+        problems.append(f"ATen runs at CPU capability {cpu_capability()}, not {PINNED_CAPABILITY.upper()} "
+                        "(this CPU lacks it, or ATEN_CPU_CAPABILITY was not honoured)")
+    reference = os.path.join(multiarch_lib_dir(), "blas")
+    blas = loaded_blas()
+    if not blas or any(os.path.dirname(p) != reference for p in blas):
+        problems.append(f"the BLAS in use is {', '.join(blas) or 'unknown'}, not the reference BLAS in "
+                        f"{reference} (install Debian's libblas3)")
+    if torch.get_num_threads() != 1:
+        problems.append(f"torch runs {torch.get_num_threads()} threads")
+    return problems
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -50,9 +149,10 @@ def to_f32(v: float) -> float:
     return struct.unpack("<f", struct.pack("<f", v))[0]
 
 
-def case_seed(name: str) -> int:
-    # crc32, not hash(): hash() of a str changes from run to run (PYTHONHASHSEED).
-    return zlib.crc32(name.encode("utf-8"))
+def case_seed(module: str, name: str) -> int:
+    """The seed of one case's generators: its module and name, nothing else (not the cases before
+    it). crc32, not hash(): hash() of a str changes from run to run (PYTHONHASHSEED)."""
+    return zlib.crc32(f"{module}/{name}".encode("utf-8"))
 
 
 def draw_values(spec: InputSpec, rng) -> list:
@@ -160,14 +260,22 @@ def tensor_lines(head: str, kind: str, shape, values: list) -> list:
     return lines
 
 
-def run_case(case: Case) -> list:
+def reset_torch_state(seed: int):
+    """The torch state every case starts from, whatever ran before it: a callable that draws from
+    torch's generator draws the same numbers alone or after other cases."""
+    torch.manual_seed(seed)
+    torch.set_default_dtype(torch.float64)  # constants made inside callables are float64 too
+    torch.set_grad_enabled(True)
+
+
+def run_case(case: Case, module: str) -> list:
     """Draws the inputs, runs PyTorch and returns the case's lines in the golden format."""
     check_case(case)
-    import random
-
-    rng = random.Random(case_seed(case.name))
+    seed = case_seed(module, case.name)
+    rng = random.Random(seed)
     values = {name: draw_values(spec, rng) for name, spec in case.inputs.items()}
     tensors = [make_tensor(spec, values[name], case.grad) for name, spec in case.inputs.items()]
+    reset_torch_state(seed)
     out = case.torch(*tensors)
     if not isinstance(out, torch.Tensor):
         raise CaseError(f"the torch callable returned {type(out).__name__}, not a tensor")
@@ -207,27 +315,51 @@ def module_names() -> list:
     return names
 
 
-def generate(modules: list, out_dir: str, failures: list) -> list:
-    """Writes <out_dir>/<module>.golden for each module; returns the files written."""
-    written, seen = [], {}
+def load_cases(modules: list, failures: list) -> dict:
+    """module -> its CASES, for the modules that load."""
+    loaded = {}
     for module_name in modules:
         try:
-            module = importlib.import_module("goldens." + module_name)
-            cases = list(module.CASES)
-        except Exception as e:  # a module another helper is still writing
+            loaded[module_name] = list(importlib.import_module("goldens." + module_name).CASES)
+        except Exception as e:
             failures.append(f"{module_name}: cannot load the module: {type(e).__name__}: {e}")
+    return loaded
+
+
+def duplicate_names(loaded: dict) -> dict:
+    """(module, case name) -> the module that used the name first, over every loaded module (case
+    names are GoogleTest names, unique over all files, also when one module is regenerated)."""
+    first, duplicates = {}, {}
+    for module_name in sorted(loaded):
+        for case in loaded[module_name]:
+            name = getattr(case, "name", "?")
+            if name in first:
+                duplicates[(module_name, name)] = first[name]
+            else:
+                first[name] = module_name
+    return duplicates
+
+
+def generate(modules: list, out_dir: str, failures: list) -> list:
+    """Writes <out_dir>/<module>.golden for each module; returns the files written. Case names are
+    checked against every module, not just those written."""
+    loaded = load_cases(module_names(), [])
+    loaded.update(load_cases(modules, failures))  # failures of the modules asked for are reported
+    duplicates = duplicate_names(loaded)
+    written = []
+    for module_name in modules:
+        if module_name not in loaded:
             continue
         header = [f"# Generated by tools/make_goldens.py from tools/goldens/{module_name}.py: do not edit;",
                   "# change the module and regenerate. Format: tests/golden/README.md.", ""]
         body = []
-        for case in cases:
+        for case in loaded[module_name]:
             name = getattr(case, "name", "?")
-            if name in seen:
-                failures.append(f"{module_name}/{name}: the name is already used in {seen[name]}")
+            if (module_name, name) in duplicates:
+                failures.append(f"{module_name}/{name}: the name is already used in {duplicates[(module_name, name)]}")
                 continue
-            seen[name] = module_name
             try:
-                body += run_case(case) + [""]
+                body += run_case(case, module_name) + [""]
             except Exception as e:
                 detail = traceback.format_exception_only(type(e), e)[-1].strip()
                 failures.append(f"{module_name}/{name}: {detail}")
@@ -241,11 +373,13 @@ def generate(modules: list, out_dir: str, failures: list) -> list:
 NUMBER_RE = re.compile(r"^[-+]?(\d+\.?\d*([eE][-+]?\d+)?|inf|nan)$")
 
 
-def lines_match(a: str, b: str) -> bool:
-    """Equal, or equal but for float values within 1e-12 relative (another BLAS may round the
-    last bit of a float64 sum differently)."""
+def lines_match(a: str, b: str, exact: bool) -> bool:
+    """Equal; or, when not `exact` (a run outside the pinned environment), equal but for float
+    values within 1e-12 relative (another BLAS may round the last bit of a float64 sum differently)."""
     if a == b:
         return True
+    if exact:
+        return False
     ta, tb = a.split(), b.split()
     if len(ta) != len(tb):
         return False
@@ -260,7 +394,13 @@ def lines_match(a: str, b: str) -> bool:
     return True
 
 
-def check(modules: list, only: bool, failures: list) -> list:
+def op_families() -> list:
+    """The TG_FAMILY names of ops.def, in order."""
+    with open(OPS_DEF, encoding="utf-8") as f:
+        return re.findall(r"^TG_FAMILY\((\w+)\)", f.read(), re.MULTILINE)
+
+
+def check(modules: list, only: bool, exact: bool, failures: list) -> list:
     differences = []
     with tempfile.TemporaryDirectory() as tmp:
         for path in generate(modules, tmp, failures):
@@ -276,7 +416,7 @@ def check(modules: list, only: bool, failures: list) -> list:
             for i in range(max(len(fresh), len(old))):
                 a = old[i] if i < len(old) else "<end of file>"
                 b = fresh[i] if i < len(fresh) else "<end of file>"
-                if not lines_match(a, b):
+                if not lines_match(a, b, exact):
                     differences.append(f"{name}:{i + 1}: committed {a[:80]!r}, regenerated {b[:80]!r}")
                     break
     if not only and os.path.isdir(DATA_DIR):
@@ -284,18 +424,34 @@ def check(modules: list, only: bool, failures: list) -> list:
             stem, ext = os.path.splitext(file)
             if ext == ".golden" and stem not in modules:
                 differences.append(f"{file}: no module tools/goldens/{stem}.py generates it")
+        for family in op_families():
+            if family not in modules:
+                differences.append(f"op family {family} (ops.def) has no module tools/goldens/{family}.py")
     return differences
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", metavar="MODULE", help="one module of tools/goldens (e.g. core)")
+    parser.add_argument("--only", metavar="MODULE", help="one module of tools/goldens (e.g. reduce)")
     parser.add_argument("--check", action="store_true",
-                        help="regenerate into a temporary directory and compare with tests/golden/data")
+                        help="regenerate into a temporary directory and compare with tests/golden/data "
+                             "(bit for bit; within 1e-12 relative with --any-environment)")
+    parser.add_argument("--any-environment", action="store_true",
+                        help="run even where the pinned environment is not available (another torch, "
+                             "BLAS or CPU); the files may then differ from the committed ones in last digits")
     args = parser.parse_args()
 
     torch.set_num_threads(1)  # one summation order for float64 reductions
-    torch.set_default_dtype(torch.float64)  # constants made inside callables are float64 too
+    torch.use_deterministic_algorithms(True)  # refuse an op without a deterministic CPU implementation
+    print("environment: " + describe_environment())
+    problems = environment_problems()
+    for problem in problems:
+        print(("NOTE " if args.any_environment else "ERROR ") + "not the pinned environment: " + problem,
+              file=sys.stderr)
+    if problems and not args.any_environment:
+        print("refusing to run: files written here would differ from the committed ones in last digits "
+              "(pass --any-environment to run anyway)", file=sys.stderr)
+        return 2
     modules = module_names()
     if args.only:
         if args.only not in modules:
@@ -305,7 +461,7 @@ def main() -> int:
 
     failures = []
     if args.check:
-        differences = check(modules, bool(args.only), failures)
+        differences = check(modules, bool(args.only), not problems, failures)
         for d in differences:
             print("DIFFERS " + d)
     else:

@@ -1,4 +1,4 @@
-// Golden calls of the normalization composites (cases in tools/goldens/normalization.py). The
+// Explicit golden calls of the normalization composites (cases in tools/goldens/normalization.py). The
 // boolean attributes `gain` and `bias` (default false) say which optional inputs follow x, in that
 // order; `eps` defaults as in api.h.
 #include "golden_calls.h"
@@ -23,9 +23,7 @@ Affine affine_inputs(const std::vector<Tensor>& in, const Attrs& a, bool takes_b
   return affine;
 }
 
-}  // namespace
-
-void register_normalization_calls(CallTable& t) {
+void add_calls(CallEntries& t) {
   t["layer_norm"] = [](const std::vector<Tensor>& in, const Attrs& a) {
     const Affine affine = affine_inputs(in, a, true, "layer_norm");
     if (const auto eps = optional_number(a, "eps")) return layer_norm(in[0], affine.gain, affine.bias, *eps);
@@ -37,5 +35,9 @@ void register_normalization_calls(CallTable& t) {
     return rms_norm(in[0], affine.gain);
   };
 }
+
+const CallRegistration kCalls("normalization", add_calls);
+
+}  // namespace
 
 }  // namespace tg::golden

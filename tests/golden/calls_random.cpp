@@ -1,8 +1,9 @@
-// Golden calls of the random family (cases in tools/goldens/random.py, which draws the same Philox
+// Explicit golden calls of the random family (cases in tools/goldens/random.py, which draws the same Philox
 // stream in pure Python). A case names its seed input `step_seed`, so tg::randn and tg::dropout pick
 // it up as the graph's step seed exactly as in a user's graph; attribute `salt` (default 0) says how
 // many stochastic calls came before this one in the graph, i.e. the salt next_salt() hands it.
 #include "golden_calls.h"
+#include "tensorgrad/ir/ops/ids/random.h"
 
 namespace tg::golden {
 
@@ -30,9 +31,7 @@ Tensor check_salt(const Tensor& y, const Attrs& attrs, std::string_view call) {
   return y;
 }
 
-}  // namespace
-
-void register_random_calls(CallTable& t) {
+void add_calls(CallEntries& t) {
   t["randn"] = [](const std::vector<Tensor>& in, const Attrs& a) {
     require_inputs(in, 1, "randn");
     prepare_stream(in[0], a, "randn");
@@ -44,5 +43,9 @@ void register_random_calls(CallTable& t) {
     return check_salt(dropout(in[0], number(a, "p")), a, "dropout");
   };
 }
+
+const CallRegistration kCalls("random", add_calls);
+
+}  // namespace
 
 }  // namespace tg::golden

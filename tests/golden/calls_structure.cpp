@@ -1,11 +1,16 @@
-// Golden calls of the structure family (cases in tools/goldens/structure.py). concat and stack take
-// every input of the case; split returns one piece, the one at attribute `index`, since a golden
-// call yields one tensor; flatten's `start_axis` and concat/stack/split's `axis` default as in api.h.
+// Explicit golden calls of the structure family (cases in tools/goldens/structure.py): narrow, pad
+// and concat take negative axes, as the front-end does (the IR takes non-negative ones), and the
+// composites stack, split, flatten, split_heads and merge_heads. concat and stack take every input of
+// the case; split returns one piece, the one at attribute `index`, since a golden call yields one
+// tensor; flatten's `start_axis` and concat/stack/split's `axis` default as in api.h.
 #include "golden_calls.h"
+#include "tensorgrad/ir/ops/ids/structure.h"
 
 namespace tg::golden {
 
-void register_structure_calls(CallTable& t) {
+namespace {
+
+void add_calls(CallEntries& t) {
   t["narrow"] = [](const std::vector<Tensor>& in, const Attrs& a) {
     require_inputs(in, 1, "narrow");
     return narrow(in[0], a.integer("axis"), a.integer("start"), a.integer("length"));
@@ -43,5 +48,9 @@ void register_structure_calls(CallTable& t) {
     return merge_heads(in[0]);
   };
 }
+
+const CallRegistration kCalls("structure", add_calls);
+
+}  // namespace
 
 }  // namespace tg::golden

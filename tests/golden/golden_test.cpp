@@ -1,7 +1,9 @@
 // The golden runner: every case of tests/golden/data/*.golden (PyTorch's values, written by
-// tools/make_goldens.py) is traced through call_table(), run by the interpreter in f64 and f32, and
-// compared with PyTorch: the output, and the gradients of sum(y * proj) when the file holds them.
-// Each case is its own test, Golden/Case.MatchesPyTorch/<case name>.
+// tools/make_goldens.py) is traced (trace_case: its explicit call, or the registry op it names), run
+// by the interpreter in f64 and f32, and compared with PyTorch: the output, and the gradients of
+// sum(y * proj) when the file holds them. Each case is its own test, Golden/Case.MatchesPyTorch/<case
+// name>. The completeness tests tie the files to the registry: a module and a data file per op family,
+// each op's cases in its family's file, every op in some case's graph.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,7 +21,8 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kGoldenDir = TG_GOLDEN_DIR;
-constexpr const char* kProjInput = "golden.proj";  // not a valid golden input name, so no clash
+// tools/goldens, beside tests/golden in the source tree.
+const fs::path kModuleDir = kGoldenDir.parent_path().parent_path() / "tools" / "goldens";
 
 struct Library {
   std::vector<std::string> files;
@@ -52,46 +55,8 @@ const Library& library() {
   return lib;
 }
 
-// The runner's loss nodes carry this call site, and autodiff points their gradient nodes at it too,
-// so the completeness test can tell the harness's nodes from the case's.
-const CallSite& loss_site() {
-  static const CallSite site = CallSite::current();
-  return site;
-}
-
-struct Traced {
-  Graph forward;                  // the case's inputs, output "y"
-  std::optional<Graph> gradient;  // plus kProjInput; outputs y, loss, grad.<input>
-};
-
-Traced trace(const GoldenCase& c) {
-  const auto& table = call_table();
-  const auto call = table.find(c.call);
-  if (call == table.end()) {
-    throw Error("no golden call named '" + c.call +
-                "' in call_table() (register it in tests/golden/calls_<family>.cpp)");
-  }
-  GraphBuilder b(c.name);
-  TracingScope scope(b);
-  std::vector<Tensor> inputs;
-  for (const auto& in : c.inputs) inputs.push_back(b.input(in.name, in.value.type));
-  const Tensor y = call->second(inputs, c.attrs);
-  if (!y.valid()) throw Error("call '" + c.call + "' returned no tensor");
-  if (y.type() != c.output.value.type) {
-    throw Error("call '" + c.call + "' returns " + y.type().to_string() + " but PyTorch's output is " +
-                c.output.value.type.to_string());
-  }
-  b.output("y", y);
-  Traced traced{b.graph(), std::nullopt};
-  if (c.proj && !c.grads.empty()) {
-    const Tensor proj = b.input(kProjInput, c.proj->value.type);
-    b.output("loss", sum(mul(y, proj, loss_site()), Axes::all(), {}, loss_site()));
-    std::vector<std::string> wrt;
-    for (const auto& g : c.grads) wrt.push_back(g.name);
-    traced.gradient = differentiate(b.graph(), {.loss = "loss", .wrt = wrt});
-  }
-  return traced;
-}
+// The module a data file comes from: data/<module>.golden.
+std::string module_of(const GoldenCase& c) { return fs::path(c.file).stem().string(); }
 
 // Runs `g` in f64 and f32 and checks each expected output: f64 within kF64Relative of PyTorch,
 // f32 within the property suite's graph tolerance.
@@ -127,7 +92,7 @@ TEST_P(Case, MatchesPyTorch) {
   const GoldenCase& c = library().cases.at(GetParam());
   Traced traced;
   try {
-    traced = trace(c);
+    traced = trace_case(c);
   } catch (const std::exception& e) {
     FAIL() << "case " << c.name << " (" << c.where() << "): tracing call '" << c.call << "' failed: " << e.what();
   }
@@ -179,9 +144,8 @@ TEST(GoldenFiles, CaseNamesAreUnique) {
 
 // Each module tools/goldens/<m>.py has its tests/golden/data/<m>.golden (someone ran the generator).
 TEST(GoldenFiles, EveryGeneratorModuleHasADataFile) {
-  const fs::path modules = kGoldenDir.parent_path().parent_path() / "tools" / "goldens";
-  if (!fs::is_directory(modules)) GTEST_SKIP() << modules << " is not here";
-  for (const auto& entry : fs::directory_iterator(modules)) {
+  if (!fs::is_directory(kModuleDir)) GTEST_SKIP() << kModuleDir << " is not here";
+  for (const auto& entry : fs::directory_iterator(kModuleDir)) {
     const std::string stem = entry.path().stem().string();
     if (entry.path().extension() != ".py" || stem == "spec" || stem == "__init__") continue;
     EXPECT_TRUE(fs::exists(kGoldenDir / "data" / (stem + ".golden")))
@@ -190,15 +154,49 @@ TEST(GoldenFiles, EveryGeneratorModuleHasADataFile) {
   }
 }
 
+// One module per op family of ops.def, named like its TG_FAMILY line, with its data file.
+TEST(GoldenCompleteness, EveryOpFamilyHasAModuleAndADataFile) {
+  for (const std::string_view family : op_families()) {
+    const std::string name(family);
+    if (fs::is_directory(kModuleDir)) {
+      EXPECT_TRUE(fs::exists(kModuleDir / (name + ".py")))
+          << "op family " << name << " (ops.def) has no golden module tools/goldens/" << name << ".py";
+    }
+    EXPECT_TRUE(fs::exists(kGoldenDir / "data" / (name + ".golden")))
+        << "op family " << name << " has no tests/golden/data/" << name
+        << ".golden: run /usr/bin/python3 tools/make_goldens.py --only " << name;
+  }
+}
+
+// A case that calls an op lives in the module of the op's family (composites live where they fit).
+TEST(GoldenCompleteness, OpCasesLiveInTheirFamilysModule) {
+  for (const auto& c : library().cases) {
+    const auto op = find_op(c.call);
+    if (!op) continue;
+    EXPECT_TRUE(module_of(c) == op_family(*op))
+        << "case " << c.name << " (" << c.where() << ") calls op " << c.call << " of family " << op_family(*op)
+        << ": move it to tools/goldens/" << op_family(*op) << ".py";
+  }
+}
+
+// Every call resolves: an explicit entry or a registry op (the case's own test says why it fails).
+TEST(GoldenCompleteness, EveryCaseCallResolves) {
+  for (const auto& c : library().cases) {
+    EXPECT_TRUE(call_table().contains(c.call) || find_op(c.call))
+        << "case " << c.name << " (" << c.where() << ") calls '" << c.call
+        << "', which is neither a registry op nor an explicit entry of tests/golden/calls_*.cpp";
+  }
+}
+
 // Every registry op is exercised by some case: in its forward graph, or in its gradient graph
 // outside the runner's own loss (conv2d_input_grad appears only there).
 TEST(GoldenCompleteness, EveryRegistryOpAppearsInAGoldenGraph) {
-  const SourceLoc harness = SourceLoc::from(loss_site());
+  const SourceLoc harness = SourceLoc::from(harness_site());
   std::set<OpId> seen;
   for (const auto& c : library().cases) {
     Traced traced;
     try {
-      traced = trace(c);
+      traced = trace_case(c);
     } catch (const std::exception&) {
       continue;  // reported by the case's own test
     }
@@ -215,14 +213,16 @@ TEST(GoldenCompleteness, EveryRegistryOpAppearsInAGoldenGraph) {
   EXPECT_TRUE(missing.empty()) << "ops that no golden case exercises: " << missing;
 }
 
-TEST(GoldenCompleteness, EveryGoldenCallHasACase) {
-  std::set<std::string, std::less<>> called;
-  for (const auto& c : library().cases) called.insert(c.call);
-  std::string unused;
-  for (const auto& [name, fn] : call_table()) {
-    if (!called.contains(name)) unused += (unused.empty() ? "" : ", ") + name;
+// Every explicit entry is used by a case of its own module's data file: the calls_<m>.cpp files hold
+// only what tools/goldens/<m>.py needs.
+TEST(GoldenCompleteness, EveryExplicitCallHasACaseInItsModule) {
+  std::set<std::pair<std::string, std::string>, std::less<>> used;  // (module, call)
+  for (const auto& c : library().cases) used.emplace(module_of(c), c.call);
+  for (const auto& [name, entry] : call_table()) {
+    EXPECT_TRUE(used.contains(std::pair(entry.module, name)))
+        << "explicit golden call '" << name << "' of tests/golden/calls_" << entry.module
+        << ".cpp has no case in tests/golden/data/" << entry.module << ".golden";
   }
-  EXPECT_TRUE(unused.empty()) << "golden calls without a case in tests/golden/data: " << unused;
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// The golden suite on Vulkan. Every case of tests/golden/data/*.golden is traced through the golden
-// call table exactly as tests/golden/golden_test.cpp does, and its graph (and, when the file holds
+// The golden suite on Vulkan. Every case of tests/golden/data/*.golden is traced by golden::trace_case
+// exactly as tests/golden/golden_test.cpp does, and its graph (and, when the file holds
 // gradients, the graph of the gradients of sum(y * proj)) runs through tg::vk::Program with guard
 // regions, and again with memory reuse (same bits required). The outputs must match PyTorch under
 // the rule golden_test.cpp applies to the f32 interpreter (graph_tolerance times the largest
@@ -7,8 +7,8 @@
 // naming the op. Each regression graph of tests/golden/regressions runs too: its outputs against
 // the recorded oracle values, and its autodiff graph against the f64 oracle.
 //
-// trace() and load_regression() repeat file-local functions of golden_test.cpp and
-// regression_test.cpp (those files hold that suite's tests, so they cannot be linked here).
+// load_regression() repeats a file-local function of regression_test.cpp (that file holds that
+// suite's tests, so it cannot be linked here).
 #include <algorithm>
 #include <bit>
 #include <cctype>
@@ -27,9 +27,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using golden::GoldenCase;
+using golden::kProjInput;
+using golden::Traced;
 
 const fs::path kGoldenDir = TG_GOLDEN_DIR;
-constexpr const char* kProjInput = "golden.proj";  // as in golden_test.cpp: no clash with a case's inputs
 constexpr std::uint64_t kGuardBytes = 64;
 
 struct GoldenLibrary {
@@ -58,32 +59,6 @@ const GoldenLibrary& golden_library() {
     return l;
   }();
   return lib;
-}
-
-struct Traced {
-  Graph forward;                  // the case's inputs, output "y"
-  std::optional<Graph> gradient;  // plus kProjInput; outputs y, loss, grad.<input>
-};
-
-Traced trace(const GoldenCase& c) {
-  const auto& table = golden::call_table();
-  const auto call = table.find(c.call);
-  if (call == table.end()) throw Error("no golden call named '" + c.call + "'");
-  GraphBuilder b(c.name);
-  TracingScope scope(b);
-  std::vector<Tensor> inputs;
-  for (const auto& in : c.inputs) inputs.push_back(b.input(in.name, in.value.type));
-  const Tensor y = call->second(inputs, c.attrs);
-  if (!y.valid() || y.type() != c.output.value.type) throw Error("call '" + c.call + "' does not return the output");
-  b.output("y", y);
-  Traced traced{b.graph(), std::nullopt};
-  if (c.proj && !c.grads.empty()) {
-    b.output("loss", sum(y * b.input(kProjInput, c.proj->value.type)));
-    std::vector<std::string> wrt;
-    for (const auto& g : c.grads) wrt.push_back(g.name);
-    traced.gradient = differentiate(b.graph(), {.loss = "loss", .wrt = wrt});
-  }
-  return traced;
 }
 
 // Empty when every op of `g` has a Vulkan kernel; otherwise their names.
@@ -154,7 +129,7 @@ TEST_P(VkGoldenCase, MatchesPyTorch) {
   const std::string what = "case " + c.name + " (" + c.where() + ")";
   Traced traced;
   try {
-    traced = trace(c);
+    traced = golden::trace_case(c);
   } catch (const std::exception& e) {
     FAIL() << what << ": tracing call '" << c.call << "' failed: " << e.what();
   }

@@ -1,13 +1,12 @@
 """Golden cases of the image family (NCHW): conv2d, max_pool2d, the composite nearest_upsample2d and
 the ops their gradients emit (conv2d_input_grad, conv2d_weight_grad, max_pool2d_grad).
 
-Calls and their attributes are those of tests/golden/calls_image.cpp:
-- conv2d: optional `stride` (default 1) and `padding` (default 0);
-- conv2d_input_grad(grad_output, weight): `height`, `width`, optional `stride`, `padding`;
-- conv2d_weight_grad(input, grad_output): `kernel_h`, `kernel_w`, optional `stride`, `padding`;
-- max_pool2d: `kernel`, optional `stride` (default: the kernel) and `padding`;
-- max_pool2d_grad(input, grad_output): `kernel`, `stride`, `padding`;
-- nearest_upsample2d: `factor`.
+The ops are called in their IR form (no entry in tests/golden/calls_*.cpp), every attribute given:
+- conv2d(input, weight): `stride`, `padding`;
+- conv2d_input_grad(grad_output, weight): `height`, `width`, `stride`, `padding`;
+- conv2d_weight_grad(input, grad_output): `kernel_h`, `kernel_w`, `stride`, `padding`;
+- max_pool2d(input) and max_pool2d_grad(input, grad_output): `kernel`, `stride`, `padding`.
+The composite nearest_upsample2d (tests/golden/calls_image.cpp) takes `factor`.
 The conv adjoints are computed by PyTorch's autograd with create_graph=True, so their goldens also
 check their own gradients (second order through conv2d). max_pool2d inputs are untied: with ties
 the chosen element depends on the tie rule. max_pool2d_grad is not differentiable in tensorgrad,
@@ -47,7 +46,7 @@ def upsample(x, factor):
 
 def conv2d_cases():
     return [
-        Case("conv2d_defaults", "conv2d", {},
+        Case("conv2d_one_channel_2x2_kernel", "conv2d", {"stride": 1, "padding": 0},
              {"x": f32([1, 1, 4, 4]), "w": f32([2, 1, 2, 2])},
              lambda x, w: F.conv2d(x, w)),
         Case("conv2d_stride1_pad0", "conv2d", {"stride": 1, "padding": 0},
@@ -97,7 +96,7 @@ def conv_adjoint_cases():
 
 def pool_cases():
     return [
-        Case("max_pool2d_k2_default_stride", "max_pool2d", {"kernel": 2},
+        Case("max_pool2d_k2_s2", "max_pool2d", {"kernel": 2, "stride": 2, "padding": 0},
              {"x": f32([2, 3, 6, 6], untied=True)},
              lambda x: F.max_pool2d(x, 2)),
         Case("max_pool2d_k3_s2_p1", "max_pool2d", {"kernel": 3, "stride": 2, "padding": 1},

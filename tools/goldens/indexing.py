@@ -1,11 +1,13 @@
 """Golden cases of the indexing family: one_hot, embedding, take_along_axis, scatter_add,
 softmax_causal and where_causal.
 
-Calls and their attributes are those of tests/golden/calls_indexing.cpp:
-- one_hot: `depth`; embedding: inputs (table, indices), no attributes;
-- take_along_axis: `axis` (PyTorch's torch.gather with equal other dims); scatter_add: `axis` and
-  `size` (the output's extent along axis);
-- softmax_causal: nothing (the last axis of [..., T, T]); where_causal: `value`, the fill for j > i.
+Calls and their attributes:
+- in their IR form (no entry in tests/golden/calls_*.cpp): one_hot `depth`; embedding, inputs
+  (table, indices); softmax_causal, nothing (the last axis of [..., T, T]); where_causal `value`,
+  the fill for j > i (a float32 value: the front-end rounds it);
+- the front-end's form, with negative axes (tests/golden/calls_indexing.cpp): take_along_axis
+  `axis` (PyTorch's torch.gather with equal other dims); scatter_add `axis` and `size` (the
+  output's extent along axis).
 Index inputs are drawn inside their valid range.
 """
 

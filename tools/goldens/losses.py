@@ -1,9 +1,9 @@
 """Golden cases of the losses family: nll_loss and cross_entropy over the last axis of [..., C]
 with i32 targets [...], for each reduction.
 
-Calls and their attributes are those of tests/golden/calls_losses.cpp: inputs (scores, targets)
-and `reduction`, "none" | "mean" | "sum" (default "mean"). PyTorch wants the class axis at 1, so
-the reference flattens [..., C] to [N, C] and reshapes a "none" result back to [...].
+The ops are called in their IR form (no entry in tests/golden/calls_*.cpp): inputs (scores,
+targets) and `reduction`, "none" | "mean" | "sum". PyTorch wants the class axis at 1, so the
+reference flattens [..., C] to [N, C] and reshapes a "none" result back to [...].
 """
 
 import torch.nn.functional as F
@@ -19,21 +19,21 @@ def over_last_axis(loss, reduction):
 
 
 def loss_case(name, call, reduction, shape, lo=-2.0, hi=2.0):
-    attrs = {} if reduction is None else {"reduction": reduction}
     torch_loss = F.nll_loss if call == "nll_loss" else F.cross_entropy
-    return Case(name, call, attrs, {"x": f32(shape, lo, hi), "t": i32(shape[:-1], 0, shape[-1] - 1)},
-                over_last_axis(torch_loss, reduction or "mean"))
+    return Case(name, call, {"reduction": reduction},
+                {"x": f32(shape, lo, hi), "t": i32(shape[:-1], 0, shape[-1] - 1)},
+                over_last_axis(torch_loss, reduction))
 
 
 CASES = [
     # nll_loss takes log-probabilities; any reals work, but these look the part.
-    loss_case("nll_loss_default_mean", "nll_loss", None, [5, 4], -3.0, 0.0),
+    loss_case("nll_loss_mean_2d", "nll_loss", "mean", [5, 4], -3.0, 0.0),
     loss_case("nll_loss_none_3d", "nll_loss", "none", [2, 3, 4], -3.0, 0.0),
     loss_case("nll_loss_sum_2d", "nll_loss", "sum", [6, 3], -3.0, 0.0),
     loss_case("nll_loss_mean_3d", "nll_loss", "mean", [3, 2, 5], -3.0, 0.0),
     loss_case("cross_entropy_mean_2d", "cross_entropy", "mean", [6, 5]),
     loss_case("cross_entropy_none_3d", "cross_entropy", "none", [2, 3, 5]),
     loss_case("cross_entropy_sum_3d", "cross_entropy", "sum", [2, 4, 3]),
-    loss_case("cross_entropy_large_logits", "cross_entropy", None, [4, 6], -30.0, 30.0),
+    loss_case("cross_entropy_large_logits", "cross_entropy", "mean", [4, 6], -30.0, 30.0),
     loss_case("cross_entropy_unbatched", "cross_entropy", "none", [7]),
 ]

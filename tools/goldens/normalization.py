@@ -1,4 +1,5 @@
-"""Golden cases of the normalization composites: layer_norm and rms_norm over the last axis.
+"""Golden cases of the normalization composites: layer_norm and rms_norm over the last axis (front-end
+functions built from ops, not an op family).
 
 Calls and attributes are those of tests/golden/calls_normalization.cpp: booleans `gain` and `bias`
 (default false) say which [D] inputs follow x, in that order; `eps` is optional. The front-end adds

@@ -6,7 +6,8 @@ of src/interp/philox.h: Philox4x32-10 (Salmon et al., SC 2011) keyed by (seed, s
 explicit 32-bit masking. The torch callables build the expected tensors from it; dropout's is
 x * mask / (1 - p) in torch, so its gradient is torch's own.
 
-Calls and attributes are those of tests/golden/calls_random.cpp: the seed input is named
+Calls are the front-end's (tests/golden/calls_random.cpp), which finds the step seed and hands
+out salts itself: the seed input is named
 `step_seed` (the front-end's step seed); randn takes `shape`, dropout `p`; `salt` (default 0) is the
 number of stochastic calls traced before this one, i.e. the salt the front-end hands it. Seeds stay
 small: the runner's tolerances scale with the largest input magnitude, the seed included.

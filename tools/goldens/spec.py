@@ -1,9 +1,11 @@
 """The vocabulary of golden cases (see tests/golden/README.md for the file format they become).
 
-A case names a front-end function of tensorgrad (`call`, looked up in the C++ call table of
-tests/golden/calls_<family>.cpp), its attributes, its inputs and a PyTorch callable that computes
-the same thing. tools/make_goldens.py draws the inputs, runs the callable in float64 and stores
-inputs, output and gradients:
+A case names what to trace (`call`), its attributes, its inputs and a PyTorch callable that
+computes the same thing. The call is an op of the registry in its IR form (inputs and the op's
+attributes; nothing to write in C++), or a name with an explicit entry in
+tests/golden/calls_<module>.cpp: a composite (layer_norm, stack, ...) or a front-end form the IR does
+not take (scalar operands, negative axes, axis lists). tools/make_goldens.py draws the inputs, runs
+the callable in float64 and stores inputs, output and gradients:
 
     from goldens.spec import Case, f32, i32, boolean
     CASES = [

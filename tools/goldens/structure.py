@@ -1,7 +1,7 @@
 """Golden cases of the structure family: narrow, pad, concat and the composites stack, split,
 flatten, split_heads and merge_heads.
 
-Calls and their attributes are those of tests/golden/calls_structure.cpp:
+Calls are the front-end's (tests/golden/calls_structure.cpp), which take negative axes:
 - narrow: `axis`, `start`, `length`; pad: `axis`, `before`, `after` (zero fill);
 - concat and stack take every input of the case in order, with an optional `axis` (default 0);
 - split: `sizes` (a list), optional `axis`, and `index`: the piece the call returns;
