@@ -46,7 +46,8 @@ sys.path.insert(0, TOOLS_DIR)
 #   BLAS adds each dot product's terms in order; OpenBLAS blocks and vectorizes the sum by a kernel
 #   it picks for the CPU. The files committed before this pin came from an OpenBLAS on its generic
 #   (Prescott) kernels, and a run on a machine with the reference BLAS changed the last digits of
-#   matmul_long_inner and of five conv cases: regenerating one family rewrote digits of others.
+#   matmul_long_inner and of two conv2d adjoint cases: regenerating one family rewrote digits of
+#   others.
 #   Pinned: the reference BLAS (Debian's libblas3), found first through LD_LIBRARY_PATH.
 # - ATen's CPU capability: its vectorized sums, softmax and transcendental functions take other
 #   orders and formulas at default, avx2 and avx512 (each gives other digits here). Pinned: avx2,
