@@ -1,33 +1,16 @@
 #pragma once
 // Each op family's kernel file registers its kernels here; table.cpp calls every function below.
-// Same family names as src/ir/ops.
+// The families are ops.def's TG_FAMILY lines (the generated families.inc), so a new family needs
+// only its kernel file, src/interp/kernels/<family>.cpp, defining register_<family>_kernels for
+// float and double: without it the library does not link, and the linker names the function.
 #include "../kernel.h"
 
 namespace tg::interp {
 
-template <class T>
-void register_elementwise_binary_kernels(KernelTable<T>& table);
-template <class T>
-void register_elementwise_unary_kernels(KernelTable<T>& table);
-template <class T>
-void register_reduce_kernels(KernelTable<T>& table);
-template <class T>
-void register_softmax_kernels(KernelTable<T>& table);
-template <class T>
-void register_matmul_kernels(KernelTable<T>& table);
-template <class T>
-void register_layout_kernels(KernelTable<T>& table);
-template <class T>
-void register_creation_kernels(KernelTable<T>& table);
-template <class T>
-void register_structure_kernels(KernelTable<T>& table);
-template <class T>
-void register_indexing_kernels(KernelTable<T>& table);
-template <class T>
-void register_losses_kernels(KernelTable<T>& table);
-template <class T>
-void register_image_kernels(KernelTable<T>& table);
-template <class T>
-void register_random_kernels(KernelTable<T>& table);
+#define TG_FAMILY(name) \
+  template <class T>    \
+  void register_##name##_kernels(KernelTable<T>& table);
+#include "tensorgrad/ir/ops/families.inc"
+#undef TG_FAMILY
 
 }  // namespace tg::interp

@@ -1,8 +1,8 @@
 // Launches of the layout family: reshape, permute, swap_axes and broadcast_to are one strided copy
 // (shaders/layout.comp: per-axis output dims and input strides, up to 6 axes after collapsing);
 // sum_to_shape adds each output's preimage in the interpreter's fixed order, so it gives the same
-// f32 bits (shaders/sum_to_shape.comp); arange (creation family) fills out[i] = i
-// (shaders/arange.comp). Data movement copies raw 32-bit words, so it serves every dtype.
+// f32 bits (shaders/sum_to_shape.comp). Data movement copies raw 32-bit words, so it serves every
+// dtype.
 #include "tensorgrad/ir/ops/ids/layout.h"
 
 #include <algorithm>
@@ -10,7 +10,6 @@
 #include <utility>
 
 #include "tensorgrad/ir/error.h"
-#include "tensorgrad/ir/ops/ids/creation.h"
 #include "tensorgrad/vk/error.h"
 #include "vk/kernels/kernels.h"
 
@@ -44,7 +43,6 @@ const LaunchPath kSwapAxesStrided{"vulkan", "swap_axes", "strided_copy"};
 const LaunchPath kBroadcastOwn{"vulkan", "broadcast_to", "own_kernel"};
 const LaunchPath kBroadcastContiguous{"vulkan", "broadcast_to", "contiguous_copy"};
 const LaunchPath kBroadcastStrided{"vulkan", "broadcast_to", "strided_copy"};
-const LaunchPath kArange{"vulkan", "arange", "kernel"};
 
 // sum_to_shape's forms (see sum_to_shape() below): the row form's sum_rows.comp (one block, or
 // block partials and their ordered sum), and the modes of sum_to_shape.comp.
@@ -377,22 +375,6 @@ KernelLaunch sum_to_shape(const Graph& graph, const Node& node) {
   return launch;
 }
 
-KernelLaunch arange(const Graph& graph, const Node& node) {
-  const TensorType& type = graph.type(node.output);
-  struct {
-    std::uint32_t n;
-    std::uint32_t is_float;
-  } push{static_cast<std::uint32_t>(type.size()), is_float(type.dtype) ? 1u : 0u};
-  KernelLaunch launch;
-  launch.shader = "arange";
-  launch.bindings = {node.output};
-  append_pod(launch.push, push);
-  launch.items = push.n;
-  launch.loop_passes = grid_stride_passes(launch.items, launch.group_size);
-  launch.paths = {&kArange};
-  return launch;
-}
-
 constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
 
 }  // namespace
@@ -403,7 +385,6 @@ void register_layout_kernels(KernelPlanTable& table) {
   table[slot(op::SwapAxes)] = swap_axes;
   table[slot(op::BroadcastTo)] = broadcast_to;
   table[slot(op::SumToShape)] = sum_to_shape;
-  table[slot(op::Arange)] = arange;  // creation family; registered here (creation.cpp is not mine)
 }
 
 }  // namespace tg::vk
