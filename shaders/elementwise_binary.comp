@@ -43,9 +43,6 @@ layout(std430, set = 0, binding = 3) writeonly buffer Outv { uvec4 outvv[]; };
 
 const uint FLAG_CONTIGUOUS = 8u;
 
-const uint OP_ADD = 0, OP_SUB = 1, OP_MUL = 2, OP_DIV = 3, OP_MINIMUM = 4, OP_MAXIMUM = 5;
-const uint OP_LESS = 6, OP_GREATER = 7, OP_EQUAL = 8, OP_WHERE = 9;
-
 uvec3 source_offsets(uint i) {
   uvec3 off = uvec3(0);
   for (int d = int(pc.rank) - 1; d >= 0; --d) {
@@ -58,17 +55,15 @@ uvec3 source_offsets(uint i) {
   return off;
 }
 
-// The op on one element's words (w2 only for where).
+// The op on one element's words (w2 only for where): a word select for where, a bool word for a
+// comparison, else the f32 op (the codes are ew_codes.glsl's, the math elementwise_math.glsl's).
 uint combine(uint w0, uint w1, uint w2) {
-  if (pc.op == OP_WHERE) return w0 != 0u ? w1 : w2;
+  if (pc.op == EW_WHERE) return w0 != 0u ? w1 : w2;
   const float a = uintBitsToFloat(w0);
   const float b = uintBitsToFloat(w1);
-  switch (pc.op) {
-    case OP_LESS: return a < b ? 1u : 0u;
-    case OP_GREATER: return a > b ? 1u : 0u;
-    case OP_EQUAL: return a == b ? 1u : 0u;
-  }
-  return floatBitsToUint(ew_binary(pc.op, a, b));  // OP_ADD..OP_MAXIMUM are its codes
+  const uint compared = ew_compare(pc.op, a, b);
+  if (compared != EW_NOT_A_COMPARISON) return compared;
+  return floatBitsToUint(ew_binary(pc.op, a, b));
 }
 
 uvec4 combine4(uvec4 a, uvec4 b, uvec4 c) {
@@ -79,7 +74,7 @@ void contiguous() {
   const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   const uint gid = gl_GlobalInvocationID.x;
   const uint n4 = pc.n / 4u;
-  const bool three = pc.op == OP_WHERE;  // the third binding is a placeholder for two-input ops
+  const bool three = pc.op == EW_WHERE;  // the third binding is a placeholder for two-input ops
   for (uint v = gid; v < n4; v += step) outvv[v] = combine4(in0v[v], in1v[v], three ? in2v[v] : uvec4(0u));
   const uint tail = 4u * n4 + gid;
   if (tail < pc.n) outv[tail] = combine(in0[tail], in1[tail], three ? in2[tail] : 0u);
@@ -96,6 +91,6 @@ void main() {
     if ((pc.flags & 1u) != 0u) off.x = i;
     if ((pc.flags & 2u) != 0u) off.y = i;
     if ((pc.flags & 4u) != 0u) off.z = i;
-    outv[i] = combine(in0[off.x], in1[off.y], pc.op == OP_WHERE ? in2[off.z] : 0u);
+    outv[i] = combine(in0[off.x], in1[off.y], pc.op == EW_WHERE ? in2[off.z] : 0u);
   }
 }

@@ -7,17 +7,12 @@
 // (across ops) than a per-op kernel (whose operands come from memory): the two would round
 // differently. With it each operation rounds on its own, in the written order, in both.
 //
-// The op codes are the ones the host kernels push (src/vk/kernels/elementwise_*.cpp) and the fusion
-// encodes (src/vk/fusion.cpp).
-
-const uint EW_ADD = 0u, EW_SUB = 1u, EW_MUL = 2u, EW_DIV = 3u, EW_MINIMUM = 4u, EW_MAXIMUM = 5u;
-
-const uint EW_NEG = 0u, EW_ABS = 1u, EW_SQUARE = 2u, EW_SQRT = 3u, EW_RSQRT = 4u, EW_EXP = 5u, EW_LOG = 6u;
-const uint EW_SIN = 7u, EW_COS = 8u, EW_TANH = 9u, EW_SIGMOID = 10u, EW_RELU = 11u, EW_GELU = 12u;
-const uint EW_SILU = 13u, EW_CLAMP = 14u;
-// Only the fused kernel uses EW_COPY: a broadcast_to of one element, fused as a copy of its
-// (broadcast) input.
-const uint EW_COPY = 15u;
+// The op codes EW_<OP> (and EW_COPY) come from ew_codes.glsl, generated from ops.def's TG_EW lines
+// (cmake/generate_ops.cmake): the host kernels push the same codes (vk/ew_codes.h in
+// src/vk/kernels/elementwise_*.cpp) and the fusion encodes them (src/vk/fusion.cpp). Adding an
+// elementwise op adds its code there and a case here (tests/unit/op_codes_test.cpp checks both).
+// The codes of the two families overlap: a case belongs in its family's function only.
+#include "ew_codes.glsl"
 
 // exp within a few ulp for every finite x. The built-in exp may be exp2(x * log2(e)) (llvmpipe's
 // is): rounding that product costs about |x| / 2 ulp, 14 ulp at x = 88 on lavapipe (issue 13's
@@ -81,8 +76,8 @@ float ew_gelu(float x) {
   return r;
 }
 
-// The f32 ops of elementwise_binary.comp (the comparisons and where stay there: they are not f32
-// results).
+// The f32 ops of the binary family (its comparisons are ew_compare's; where, a word select, stays
+// in elementwise_binary.comp and fused_elementwise.comp).
 float ew_binary(uint op, float a, float b) {
   precise float r = 0.0;
   switch (op) {
@@ -97,9 +92,25 @@ float ew_binary(uint op, float a, float b) {
   return r;
 }
 
-// The f32 ops of elementwise_unary.comp (its word copy for stop_gradient stays there); lo and hi
-// only for clamp.
-float ew_unary(uint op, float x, float lo, float hi) {
+// What ew_compare returns for a code that is not a comparison.
+const uint EW_NOT_A_COMPARISON = 2u;
+
+// The comparisons of the binary family (bool results): 1 when it holds, 0 when not (NaN compares
+// false), EW_NOT_A_COMPARISON for the family's other codes. The per-op kernel stores the word, the
+// fused kernel keeps it as 1.0 / 0.0 for the run's where.
+uint ew_compare(uint op, float a, float b) {
+  switch (op) {
+    case EW_LESS: return a < b ? 1u : 0u;
+    case EW_GREATER: return a > b ? 1u : 0u;
+    case EW_EQUAL: return a == b ? 1u : 0u;
+  }
+  return EW_NOT_A_COMPARISON;
+}
+
+// The f32 ops of the unary family, and EW_COPY (fusion's broadcast copy; the per-op kernel copies
+// stop_gradient's words itself). p0 and p1 are the op's real attributes in its OpDef's order
+// (src/vk/kernels/kernels.h, ew_params), 0 for an op without.
+float ew_unary(uint op, float x, float p0, float p1) {
   precise float r = x;
   switch (op) {
     // Sign-bit operations, not -x and abs(x): a compiler may move a float negation into the next op
@@ -118,7 +129,7 @@ float ew_unary(uint op, float x, float lo, float hi) {
     case EW_RELU: r = x < 0.0 ? 0.0 : x; break;  // NaN stays NaN
     case EW_GELU: r = ew_gelu(x); break;
     case EW_SILU: r = x * ew_stable_sigmoid(x); break;
-    case EW_CLAMP: r = x < lo ? lo : (x > hi ? hi : x); break;
+    case EW_CLAMP: r = x < p1 ? p1 : (x > p0 ? p0 : x); break;  // p0 = hi, p1 = lo
     case EW_COPY: r = x; break;
   }
   return r;

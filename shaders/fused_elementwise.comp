@@ -12,11 +12,12 @@
 // output's leading axes then 1s, e.g. a row statistic [N, 1] under [N, C], holds one element per
 // pc.period[k] output elements, a multiple of 4, so a vec4 reads one word), MAX_INPUTS + s holds step
 // s's result. A step word is
-//   op | a << 8 | b << 16 | clamp << 24
-// with op < UNARY an ew_binary code (of registers a, b), a comparison, or where (of registers a, b
-// and the register in the clamp byte), and op >= UNARY an ew_unary code + UNARY (of register a;
-// clamp picks its bounds in the push constants). The math is elementwise_math.glsl, as
-// in the per-op kernels, so every element gets the same bits as the unfused launches.
+//   op | a << 8 | b << 16 | c << 24
+// with op < UNARY a binary-family code (ew_codes.glsl): an ew_binary op or a comparison (of
+// registers a, b), or where (of registers a, b and register c); and op >= UNARY an ew_unary code +
+// UNARY (of register a; c is its param slot: its real attributes are pc.p0[c] and pc.p1[c]). The
+// math is elementwise_math.glsl, as in the per-op kernels, so every element gets the same bits as
+// the unfused launches.
 //
 // Layout as in elementwise_binary.comp's fast path: one vec4 of every input and output per
 // invocation (grid-stride past 65535 groups), then the n % 4 trailing elements one per invocation.
@@ -27,8 +28,8 @@ layout(local_size_x = 256) in;
 const uint MAX_INPUTS = 12u;
 const uint MAX_OUTPUTS = 4u;
 const uint MAX_STEPS = 24u;
-const uint MAX_CLAMPS = 4u;
-const uint UNARY = 16u;
+const uint MAX_PARAM_SLOTS = 4u;
+const uint UNARY = 16u;  // src/vk/fusion.cpp's kUnary
 
 layout(constant_id = 0) const uint NUM_STEPS = 0u;
 layout(constant_id = 1) const uint NUM_INPUTS = 0u;
@@ -65,8 +66,8 @@ layout(constant_id = 30) const uint SPREAD_INPUTS = 0u;    // bit k: each elemen
 
 layout(push_constant) uniform Push {
   uint n;  // elements of every non-broadcast input and every output
-  float lo[MAX_CLAMPS];
-  float hi[MAX_CLAMPS];
+  float p0[MAX_PARAM_SLOTS];  // param slots of the unary steps with real attributes (ew_params)
+  float p1[MAX_PARAM_SLOTS];
   uint period[MAX_INPUTS];  // a multiple of 4: a periodic input's elements, or the output elements
                             // each element of a spread input covers
 } pc;
@@ -85,6 +86,12 @@ OUTPUT(0, 12) OUTPUT(1, 13) OUTPUT(2, 14) OUTPUT(3, 15)
 
 #include "elementwise_math.glsl"
 
+// Compile-time checks of the step-word layout against the generated codes (an array of size 0
+// does not compile): every binary code below UNARY, every unary code + UNARY (EW_COPY, the last,
+// included) in the op byte.
+const uint BINARY_CODES_BELOW_UNARY[EW_BINARY_CODES <= UNARY ? 1 : 0] = {0u};
+const uint UNARY_CODES_FIT_A_BYTE[UNARY + EW_COPY <= 255u ? 1 : 0] = {0u};
+
 uvec4 X[MAX_INPUTS];   // the inputs' words at this position (a broadcast input's word in every lane)
 uvec4 Y[MAX_OUTPUTS];  // the outputs' words
 float R[MAX_INPUTS + MAX_STEPS];
@@ -94,20 +101,17 @@ bool is_periodic(uint k) { return ((PERIODIC_INPUTS >> k) & 1u) != 0u; }
 bool is_spread(uint k) { return ((SPREAD_INPUTS >> k) & 1u) != 0u; }
 
 // Comparisons give 1.0 or 0.0 (a bool the run's where consumes; the host never lets one reach
-// memory); where picks b or the register in the clamp byte by a != 0.0, copying the value as the
-// per-op kernel copies its word.
-const uint FUSED_LESS = 6u, FUSED_GREATER = 7u, FUSED_EQUAL = 8u, FUSED_WHERE = 9u;
-
+// memory); where picks b or register c by a != 0.0, copying the value as the per-op kernel copies
+// its word.
 float step_value(uint word) {
   const uint op = word & 0xFFu;
   const float a = R[(word >> 8u) & 0xFFu];
   const float b = R[(word >> 16u) & 0xFFu];
   const uint c = word >> 24u;
-  if (op >= UNARY) return ew_unary(op - UNARY, a, pc.lo[c], pc.hi[c]);
-  if (op == FUSED_LESS) return a < b ? 1.0 : 0.0;
-  if (op == FUSED_GREATER) return a > b ? 1.0 : 0.0;
-  if (op == FUSED_EQUAL) return a == b ? 1.0 : 0.0;
-  if (op == FUSED_WHERE) return a != 0.0 ? b : R[c];
+  if (op >= UNARY) return ew_unary(op - UNARY, a, pc.p0[c], pc.p1[c]);
+  if (op == EW_WHERE) return a != 0.0 ? b : R[c];
+  const uint compared = ew_compare(op, a, b);
+  if (compared != EW_NOT_A_COMPARISON) return float(compared);
   return ew_binary(op, a, b);
 }
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "tensorgrad/ir/ops/ids/elementwise_binary.h"
-#include "tensorgrad/ir/ops/ids/elementwise_unary.h"
 #include "tensorgrad/ir/ops/ids/layout.h"
+#include "vk/ew_codes.h"
 
 namespace tg::vk {
 
@@ -26,14 +26,18 @@ constexpr std::size_t kMaxInputs = 12;
 constexpr std::size_t kMaxOutputs = 4;
 constexpr std::size_t kMaxSteps = 24;
 static_assert(kMaxInputs + kMaxOutputs == kFusedStorageBuffers);
-constexpr std::size_t kMaxClamps = 4;
-constexpr std::uint32_t kUnary = 16;          // step op codes: ew_binary's, or ew_unary's + kUnary
-constexpr std::uint32_t kCopy = kUnary + 15;  // EW_COPY: broadcast_to of one element
+constexpr std::size_t kMaxParamSlots = 4;  // unary steps with params (ew_params) in one run
+// Step op codes (the step word's low byte): a binary-family code (vk/ew_codes.h), or a unary-family
+// code + kUnary; the copy step of broadcast_to is kEwCopy + kUnary.
+constexpr std::uint32_t kUnary = 16;
+static_assert(kEwBinaryCodes <= kUnary, "binary op codes must stay below the fused kernel's UNARY");
+static_assert(kUnary + kEwCopy <= 0xFF, "unary op codes + UNARY must fit the step word's op byte");
+constexpr std::uint32_t kCopy = kUnary + kEwCopy;
 
 struct FusedPush {
   std::uint32_t n = 0;
-  float lo[kMaxClamps] = {};
-  float hi[kMaxClamps] = {};
+  float p0[kMaxParamSlots] = {};  // per param slot: a unary step's params (shader pc.p0, pc.p1)
+  float p1[kMaxParamSlots] = {};
   std::uint32_t period[kMaxInputs] = {};  // periodic inputs: their element count; spread: their run
 };
 static_assert(sizeof(FusedPush) == 84);
@@ -71,72 +75,28 @@ std::uint64_t spread_run(const TensorType& in, const TensorType& out) {
   return run % 4 == 0 ? run : 0;
 }
 
-// The op's code in elementwise_math.glsl (the per-op kernels push the same codes).
-std::optional<std::uint32_t> op_code(OpId op) {
-  switch (op) {
-    case op::Add:
-      return 0;
-    case op::Sub:
-      return 1;
-    case op::Mul:
-      return 2;
-    case op::Div:
-      return 3;
-    case op::Minimum:
-      return 4;
-    case op::Maximum:
-      return 5;
-    // Comparisons and where: the per-op kernel's codes; in a fused run a comparison's bool lives in
-    // a register as 1.0 / 0.0 and only the run's own where reads it (see Run::add, writable()).
-    case op::Less:
-      return 6;
-    case op::Greater:
-      return 7;
-    case op::Equal:
-      return 8;
-    case op::Where:
-      return 9;
-    case op::Neg:
-      return kUnary + 0;
-    case op::Abs:
-      return kUnary + 1;
-    case op::Square:
-      return kUnary + 2;
-    case op::Sqrt:
-      return kUnary + 3;
-    case op::Rsqrt:
-      return kUnary + 4;
-    case op::Exp:
-      return kUnary + 5;
-    case op::Log:
-      return kUnary + 6;
-    case op::Sin:
-      return kUnary + 7;
-    case op::Cos:
-      return kUnary + 8;
-    case op::Tanh:
-      return kUnary + 9;
-    case op::Sigmoid:
-      return kUnary + 10;
-    case op::Relu:
-      return kUnary + 11;
-    case op::Gelu:
-      return kUnary + 12;
-    case op::Silu:
-      return kUnary + 13;
-    case op::Clamp:
-      return kUnary + 14;
-    default:
-      return std::nullopt;
+// Per op, its step code in a fused program (kUnary above), from the generated op codes: every TG_EW
+// op of ops.def fuses, nothing else (broadcast_to's copy aside, fusable_code below).
+class StepCodes {
+ public:
+  StepCodes() {
+    for (const EwOp& ew : kEwOps) {
+      by_op_[static_cast<std::size_t>(ew.op)] = ew.family == EwFamily::binary ? ew.code : kUnary + ew.code;
+    }
   }
-}
+  std::optional<std::uint32_t> operator[](OpId op) const { return by_op_[static_cast<std::size_t>(op)]; }
+
+ private:
+  std::array<std::optional<std::uint32_t>, kOpIdSpace> by_op_{};
+};
+const StepCodes kStepCodes;
 
 // Every fusable op's step inside a fused window: vulkan/<op>/fused (their own dispatches are named
-// vulkan/<op>/own_kernel by the family kernels). Declared for the ops op_code() maps and broadcast_to.
+// vulkan/<op>/own_kernel by the family kernels). Declared for the ops with a step code and broadcast_to.
 struct FusedOpPaths {
   FusedOpPaths() {
     for (const OpId op : all_ops()) {
-      if (op == op::BroadcastTo || op_code(op))
+      if (op == op::BroadcastTo || kStepCodes[op])
         by_op[static_cast<std::size_t>(op)] = std::make_unique<LaunchPath>("vulkan", op_name(op), "fused");
     }
   }
@@ -153,7 +113,7 @@ const LaunchPath kScalarOperands{"vulkan", "fusion", "scalar_operands"};
 const LaunchPath kPeriodicOperands{"vulkan", "fusion", "periodic_operands"};
 const LaunchPath kSpreadOperands{"vulkan", "fusion", "spread_operands"};
 // Where the window ended (Fuser::pick_end): the whole window, or a chosen end because a shader
-// limit (steps, inputs, clamps) cut the window, or because the whole of it would store too many
+// limit (steps, inputs, param slots) cut the window, or because the whole of it would store too many
 // values (or a bool).
 const LaunchPath kWholeWindow{"vulkan", "fusion", "whole_window"};
 const LaunchPath kCutAtLimit{"vulkan", "fusion", "cut_at_limit"};
@@ -174,7 +134,7 @@ std::optional<std::uint32_t> fusable_code(const Graph& graph, const Node& node, 
   const bool broadcast_copy = node.op == op::BroadcastTo &&
                               fusable_operand(graph.type(node.inputs[0]), graph.type(node.output)) &&
                               !(graph.type(node.inputs[0]).shape == graph.type(node.output).shape);
-  const auto code = broadcast_copy ? std::optional<std::uint32_t>(kCopy) : op_code(node.op);
+  const auto code = broadcast_copy ? std::optional<std::uint32_t>(kCopy) : kStepCodes[node.op];
   if (!code) return std::nullopt;
   const char* family = broadcast_copy ? "layout" : *code < kUnary ? "elementwise_binary" : "elementwise_unary";
   if (launch.shader != family || launch.items == 0 || !launch.then.empty() || launch.index_check ||
@@ -182,9 +142,11 @@ std::optional<std::uint32_t> fusable_code(const Graph& graph, const Node& node, 
     return std::nullopt;
   }
   const TensorType& out = graph.type(node.output);
-  const bool compare = node.op == op::Less || node.op == op::Greater || node.op == op::Equal;
   const bool where = node.op == op::Where;
-  if (out.dtype != (compare ? DType::boolean : DType::f32) || out.size() <= 0 ||
+  // A comparison: a binary-family op with a bool result (ew_compare in the shaders), which lives in
+  // a register as 1.0 / 0.0 and only the run's own where reads (see Run::add, Fuser::may_end).
+  const bool compare = *code < kUnary && !where && out.dtype == DType::boolean;
+  if ((out.dtype != DType::f32 && !compare) || out.size() <= 0 ||
       out.size() > std::numeric_limits<std::uint32_t>::max()) {
     return std::nullopt;
   }
@@ -223,8 +185,10 @@ class Run {
       const auto cond = registers_.find(node.inputs[0]);
       if (cond == registers_.end() || cond->second < kMaxInputs) return false;
     }
-    const bool clamp = node.op == op::Clamp;
-    if (clamp && clamps_ == kMaxClamps) return false;
+    // A unary step with real attributes (clamp's bounds) takes a param slot for them.
+    const bool unary = code >= kUnary && code != kCopy;
+    const EwParams params = unary ? ew_params(node) : EwParams{};
+    if (params.count > 0 && param_slots_ == kMaxParamSlots) return false;
     std::vector<ValueId> fresh;
     for (ValueId v : node.inputs) {
       if (!registers_.contains(v) && std::find(fresh.begin(), fresh.end(), v) == fresh.end()) fresh.push_back(v);
@@ -238,10 +202,10 @@ class Run {
     word |= registers_.at(node.inputs[0]) << 8;
     if (node.inputs.size() > 1) word |= registers_.at(node.inputs[1]) << 16;
     if (where) word |= registers_.at(node.inputs[2]) << 24;
-    if (clamp) {
-      push_.lo[clamps_] = static_cast<float>(node.attrs.real("lo"));
-      push_.hi[clamps_] = static_cast<float>(node.attrs.real("hi"));
-      word |= static_cast<std::uint32_t>(clamps_++) << 24;
+    if (params.count > 0) {
+      push_.p0[param_slots_] = params.values[0];
+      push_.p1[param_slots_] = params.values[1];
+      word |= static_cast<std::uint32_t>(param_slots_++) << 24;
     }
     registers_.emplace(node.output, static_cast<std::uint32_t>(kMaxInputs + nodes_.size()));
     nodes_.push_back(n);
@@ -318,7 +282,7 @@ class Run {
   std::vector<std::uint32_t> steps_;
   std::vector<ValueId> inputs_;
   std::map<ValueId, std::uint32_t> registers_;  // outside inputs and the run's own values
-  std::size_t clamps_ = 0;
+  std::size_t param_slots_ = 0;
   FusedPush push_;
 };
 
@@ -383,7 +347,7 @@ class Fuser {
            std::all_of(stored.begin(), stored.end(), [&](ValueId v) { return graph_.type(v).dtype == DType::f32; });
   }
 
-  // The longest run from `start` that the shader's step, input and clamp limits allow (constants in
+  // The longest run from `start` that the shader's step, input and param slot limits allow (constants in
   // between stay outside it), and the fusable node that hit a limit (kNoNode if none did).
   std::pair<std::vector<NodeId>, NodeId> grow(NodeId start) const {
     Run run(graph_);

@@ -9,6 +9,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "support/library.h"
@@ -46,33 +47,23 @@ std::string bit_difference(const TensorMap& a, const TensorMap& b, bool any_nan 
   return "";
 }
 
+// The ops fusion takes: ops.def's TG_EW lines, read from the generated op list (not from the
+// Vulkan layer's tables). tests/unit/op_codes_test.cpp checks that fusion takes exactly these; the
+// random cases below draw no comparison or where, the TG_EW ops that cannot end a run.
 bool is_fusable_op(OpId op) {
-  switch (op) {
-    case op::Add:
-    case op::Sub:
-    case op::Mul:
-    case op::Div:
-    case op::Minimum:
-    case op::Maximum:
-    case op::Neg:
-    case op::Abs:
-    case op::Square:
-    case op::Sqrt:
-    case op::Rsqrt:
-    case op::Exp:
-    case op::Log:
-    case op::Sin:
-    case op::Cos:
-    case op::Tanh:
-    case op::Sigmoid:
-    case op::Relu:
-    case op::Gelu:
-    case op::Silu:
-    case op::Clamp:
-      return true;
-    default:
-      return false;
+  struct Listed {
+    std::string_view name;
+    bool ew;
+  };
+  static constexpr Listed kListed[] = {
+#define TG_OP(id, name, family, ew) {name, (ew) != 0},
+#include "tensorgrad/ir/ops/op_list.inc"
+#undef TG_OP
+  };
+  for (const Listed& l : kListed) {
+    if (l.name == op_name(op)) return l.ew;
   }
+  return false;
 }
 
 // Whether two fusable nodes follow each other (constants in between do not separate them): the

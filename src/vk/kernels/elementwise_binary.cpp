@@ -2,14 +2,15 @@
 // strides over the output's axes (0 along broadcast axes), after merging axes every input walks
 // contiguously and dropping axes of extent 1, so most broadcasts need 1-3 axes. When every input
 // has the output's shape the shader takes its contiguous fast path: uvec4 words, one per
-// invocation, no index arithmetic.
-#include "tensorgrad/ir/ops/ids/elementwise_binary.h"
-
+// invocation, no index arithmetic. Every TG_EW op of the family in ops.def is registered from the
+// generated op codes (vk/ew_codes.h), so adding such an op needs no edit here.
 #include <algorithm>
-#include <iterator>
+#include <array>
+#include <memory>
 
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/vk/error.h"
+#include "vk/ew_codes.h"
 #include "vk/kernels/kernels.h"
 
 namespace tg::vk {
@@ -29,22 +30,38 @@ struct BinaryPush {
 };
 static_assert(sizeof(BinaryPush) == 112);
 
-enum BinaryOp : std::uint32_t { add, sub, mul, div, minimum, maximum, less, greater, equal, where };
+struct BinaryOp {
+  std::uint32_t code = 0;
+  const LaunchPath* path = nullptr;
+};
 
-// Each op's own dispatch (fusion.cpp names the fused ones), then the shader's form: every operand
-// at the output index (vec4 words) or broadcast strides.
-const LaunchPath kOwn[] = {{"vulkan", "add", "own_kernel"},     {"vulkan", "sub", "own_kernel"},
-                           {"vulkan", "mul", "own_kernel"},     {"vulkan", "div", "own_kernel"},
-                           {"vulkan", "minimum", "own_kernel"}, {"vulkan", "maximum", "own_kernel"},
-                           {"vulkan", "less", "own_kernel"},    {"vulkan", "greater", "own_kernel"},
-                           {"vulkan", "equal", "own_kernel"},   {"vulkan", "where", "own_kernel"}};  // by BinaryOp
-static_assert(std::size(kOwn) == where + 1);
+// Each op's own dispatch, vulkan/<op>/own_kernel (fusion.cpp names the fused steps), declared
+// when the library loads.
+class BinaryOps {
+ public:
+  BinaryOps() {
+    for (const EwOp& ew : kEwOps) {
+      if (ew.family != EwFamily::binary) continue;
+      paths_.push_back(std::make_unique<LaunchPath>("vulkan", op_name(ew.op), "own_kernel"));
+      by_op_[static_cast<std::size_t>(ew.op)] = {ew.code, paths_.back().get()};
+    }
+  }
+  const BinaryOp& operator[](OpId op) const { return by_op_[static_cast<std::size_t>(op)]; }
+
+ private:
+  std::vector<std::unique_ptr<LaunchPath>> paths_;
+  std::array<BinaryOp, kOpIdSpace> by_op_{};
+};
+const BinaryOps kBinaryOps;
+
+// Then the shader's form: every operand at the output index (vec4 words) or broadcast strides.
 const LaunchPath kContiguous{"vulkan", "elementwise_binary", "contiguous"};
 const LaunchPath kBroadcast{"vulkan", "elementwise_binary", "broadcast"};
 // The contiguous form covers vec4 words and a tail of n % 4 elements (the fused kernel too).
 const SizeThreshold kVec4Threshold{"vulkan", "elementwise", "vec4_width", 4};
 
-KernelLaunch plan_broadcast(const Graph& graph, const Node& node, BinaryOp op) {
+KernelLaunch plan(const Graph& graph, const Node& node) {
+  const BinaryOp& op = kBinaryOps[node.op];
   const Shape& out = graph.type(node.output).shape;
   const std::size_t rank = out.size();
   const std::size_t k = node.inputs.size();
@@ -53,7 +70,7 @@ KernelLaunch plan_broadcast(const Graph& graph, const Node& node, BinaryOp op) {
   std::vector<std::int64_t> extents(out.begin(), out.end());
   std::vector<std::vector<std::int64_t>> strides(k, std::vector<std::int64_t>(rank, 0));
   BinaryPush push;
-  push.op = op;
+  push.op = op.code;
   push.n = static_cast<std::uint32_t>(num_elements(out));
   for (std::size_t j = 0; j < 3; ++j) {
     if (j >= k) {
@@ -106,30 +123,23 @@ KernelLaunch plan_broadcast(const Graph& graph, const Node& node, BinaryOp op) {
   // Fast path: one invocation per vec4, and at least one per trailing word (n % 4 of them).
   launch.items = contiguous ? std::max<std::uint64_t>(push.n / 4, push.n % 4) : push.n;
   launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
-  launch.paths = {&kOwn[op], contiguous ? &kContiguous : &kBroadcast};
+  launch.paths = {op.path, contiguous ? &kContiguous : &kBroadcast};
   return launch;
 }
-
-template <BinaryOp Op>
-KernelLaunch plan(const Graph& graph, const Node& node) {
-  return plan_broadcast(graph, node, Op);
-}
-
-constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
 
 }  // namespace
 
 void register_elementwise_binary_kernels(KernelPlanTable& table) {
-  table[slot(op::Add)] = plan<add>;
-  table[slot(op::Sub)] = plan<sub>;
-  table[slot(op::Mul)] = plan<mul>;
-  table[slot(op::Div)] = plan<div>;
-  table[slot(op::Minimum)] = plan<minimum>;
-  table[slot(op::Maximum)] = plan<maximum>;
-  table[slot(op::Less)] = plan<less>;
-  table[slot(op::Greater)] = plan<greater>;
-  table[slot(op::Equal)] = plan<equal>;
-  table[slot(op::Where)] = plan<where>;
+  for (const EwOp& ew : kEwOps) {
+    if (ew.family != EwFamily::binary) continue;
+    // The binary shaders have no params: refuse, when the table is built, an op that would need them.
+    if (ew_param_count(ew.op) != 0) {
+      throw Error("Vulkan elementwise kernels: op '" + std::string(op_name(ew.op)) +
+                  "' of elementwise_binary has attributes; the binary shaders take none (only "
+                  "elementwise_unary ops pass real attributes, as p0 and p1)");
+    }
+    table[static_cast<std::size_t>(ew.op)] = plan;
+  }
 }
 
 }  // namespace tg::vk

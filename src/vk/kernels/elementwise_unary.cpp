@@ -1,9 +1,15 @@
 // Launches of the unary elementwise family (shaders/elementwise_unary.comp): contiguous input and
-// output of the same shape, the op as a push constant.
+// output of the same shape, the op as a push constant. Every TG_EW op of the family in ops.def is
+// registered from the generated op codes (vk/ew_codes.h); its real attributes travel as the
+// shader's two float params (ew_params below), so adding such an op needs no edit here.
 #include "tensorgrad/ir/ops/ids/elementwise_unary.h"
 
-#include <iterator>
+#include <array>
+#include <memory>
+#include <string>
 
+#include "tensorgrad/ir/error.h"
+#include "vk/ew_codes.h"
 #include "vk/kernels/kernels.h"
 
 namespace tg::vk {
@@ -13,79 +19,96 @@ namespace {
 struct UnaryPush {
   std::uint32_t op = 0;
   std::uint32_t n = 0;
-  float lo = 0;
-  float hi = 0;
+  float p0 = 0;  // the op's real attributes (ew_params), e.g. clamp's hi and lo
+  float p1 = 0;
+};
+static_assert(kMaxEwParams == 2, "UnaryPush and the shaders carry two params");
+
+// The code (kEwOps) of an op of this family, kEwCopy for stop_gradient's word copy.
+struct UnaryOp {
+  std::uint32_t code = 0;
+  const LaunchPath* path = nullptr;
 };
 
-enum UnaryOp : std::uint32_t {
-  neg,
-  abs_,
-  square,
-  sqrt_,
-  rsqrt,
-  exp_,
-  log_,
-  sin_,
-  cos_,
-  tanh_,
-  sigmoid,
-  relu,
-  gelu,
-  silu,
-  clamp,
-  copy
-};
-
-// A fusable op's own dispatch (fusion.cpp names the fused ones); stop_gradient is not fusable.
-const LaunchPath kOwn[] = {
-    {"vulkan", "neg", "own_kernel"},      {"vulkan", "abs", "own_kernel"},     {"vulkan", "square", "own_kernel"},
-    {"vulkan", "sqrt", "own_kernel"},     {"vulkan", "rsqrt", "own_kernel"},   {"vulkan", "exp", "own_kernel"},
-    {"vulkan", "log", "own_kernel"},      {"vulkan", "sin", "own_kernel"},     {"vulkan", "cos", "own_kernel"},
-    {"vulkan", "tanh", "own_kernel"},     {"vulkan", "sigmoid", "own_kernel"}, {"vulkan", "relu", "own_kernel"},
-    {"vulkan", "gelu", "own_kernel"},     {"vulkan", "silu", "own_kernel"},    {"vulkan", "clamp", "own_kernel"},
-    {"vulkan", "stop_gradient", "kernel"}};  // by UnaryOp
-static_assert(std::size(kOwn) == copy + 1);
-
-template <UnaryOp Op>
-KernelLaunch plan(const Graph& graph, const Node& node) {
-  UnaryPush push;
-  push.op = Op;
-  push.n = static_cast<std::uint32_t>(graph.type(node.output).size());
-  if constexpr (Op == clamp) {
-    push.lo = static_cast<float>(node.attrs.real("lo"));
-    push.hi = static_cast<float>(node.attrs.real("hi"));
+// Each op's own dispatch, vulkan/<op>/own_kernel (fusion.cpp names the fused steps), and
+// stop_gradient's copy, vulkan/stop_gradient/kernel; declared when the library loads.
+class UnaryOps {
+ public:
+  UnaryOps() {
+    for (const EwOp& ew : kEwOps) {
+      if (ew.family != EwFamily::unary) continue;
+      paths_.push_back(std::make_unique<LaunchPath>("vulkan", op_name(ew.op), "own_kernel"));
+      by_op_[static_cast<std::size_t>(ew.op)] = {ew.code, paths_.back().get()};
+    }
+    paths_.push_back(std::make_unique<LaunchPath>("vulkan", op_name(op::StopGradient), "kernel"));
+    by_op_[static_cast<std::size_t>(op::StopGradient)] = {kEwCopy, paths_.back().get()};
   }
+  const UnaryOp& operator[](OpId op) const { return by_op_[static_cast<std::size_t>(op)]; }
+
+ private:
+  std::vector<std::unique_ptr<LaunchPath>> paths_;
+  std::array<UnaryOp, kOpIdSpace> by_op_{};
+};
+const UnaryOps kUnaryOps;
+
+KernelLaunch plan(const Graph& graph, const Node& node) {
+  const UnaryOp& op = kUnaryOps[node.op];
+  UnaryPush push;
+  push.op = op.code;
+  push.n = static_cast<std::uint32_t>(graph.type(node.output).size());
+  const EwParams params = ew_params(node);
+  push.p0 = params.values[0];
+  push.p1 = params.values[1];
   KernelLaunch launch;
   launch.shader = "elementwise_unary";
   launch.bindings = {node.inputs[0], node.output};
   append_pod(launch.push, push);
   launch.items = push.n;
   launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
-  launch.paths = {&kOwn[Op]};
+  launch.paths = {op.path};
   return launch;
 }
 
-constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
-
 }  // namespace
 
+std::size_t ew_param_count(OpId op) {
+  const OpDef& def = op_def(op);
+  std::size_t count = 0;
+  for (const AttrSpec& attr : def.attrs) {
+    if (attr.kind != AttrKind::real) {
+      throw Error("Vulkan elementwise kernels: op '" + std::string(def.name) + "' has the " +
+                  std::string(attr_kind_name(attr.kind)) + " attribute '" + std::string(attr.name) +
+                  "'; an elementwise op's attributes reach the shaders as float params (p0, p1), so they must be "
+                  "real (" +
+                  std::string(op_family(op)) + " in ops.def)");
+    }
+    ++count;
+  }
+  if (count > kMaxEwParams) {
+    throw Error("Vulkan elementwise kernels: op '" + std::string(def.name) + "' has " + std::to_string(count) +
+                " real attributes; the elementwise shaders carry at most " + std::to_string(kMaxEwParams) +
+                " (p0, p1)");
+  }
+  return count;
+}
+
+EwParams ew_params(const Node& node) {
+  EwParams params;
+  const OpDef& def = op_def(node.op);
+  params.count = ew_param_count(node.op);
+  for (std::size_t k = 0; k < params.count; ++k) {
+    params.values[k] = static_cast<float>(node.attrs.real(def.attrs[k].name));
+  }
+  return params;
+}
+
 void register_elementwise_unary_kernels(KernelPlanTable& table) {
-  table[slot(op::Neg)] = plan<neg>;
-  table[slot(op::Abs)] = plan<abs_>;
-  table[slot(op::Square)] = plan<square>;
-  table[slot(op::Sqrt)] = plan<sqrt_>;
-  table[slot(op::Rsqrt)] = plan<rsqrt>;
-  table[slot(op::Exp)] = plan<exp_>;
-  table[slot(op::Log)] = plan<log_>;
-  table[slot(op::Sin)] = plan<sin_>;
-  table[slot(op::Cos)] = plan<cos_>;
-  table[slot(op::Tanh)] = plan<tanh_>;
-  table[slot(op::Sigmoid)] = plan<sigmoid>;
-  table[slot(op::Relu)] = plan<relu>;
-  table[slot(op::Gelu)] = plan<gelu>;
-  table[slot(op::Silu)] = plan<silu>;
-  table[slot(op::Clamp)] = plan<clamp>;
-  table[slot(op::StopGradient)] = plan<copy>;
+  for (const EwOp& ew : kEwOps) {
+    if (ew.family != EwFamily::unary) continue;
+    (void)ew_param_count(ew.op);  // refuses, when the table is built, an op whose attributes cannot travel
+    table[static_cast<std::size_t>(ew.op)] = plan;
+  }
+  table[static_cast<std::size_t>(op::StopGradient)] = plan;
 }
 
 }  // namespace tg::vk

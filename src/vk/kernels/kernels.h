@@ -248,18 +248,29 @@ inline std::size_t binding_count(const KernelLaunch& launch) {
 using KernelPlanFn = KernelLaunch (*)(const Graph& graph, const Node& node);
 using KernelPlanTable = std::array<KernelPlanFn, kOpIdSpace>;  // indexed by OpId value
 
-void register_elementwise_binary_kernels(KernelPlanTable& table);
-void register_elementwise_unary_kernels(KernelPlanTable& table);
-void register_creation_kernels(KernelPlanTable& table);
-void register_layout_kernels(KernelPlanTable& table);
-void register_structure_kernels(KernelPlanTable& table);
-void register_reduce_kernels(KernelPlanTable& table);
-void register_softmax_kernels(KernelPlanTable& table);
-void register_matmul_kernels(KernelPlanTable& table);
-void register_indexing_kernels(KernelPlanTable& table);
-void register_losses_kernels(KernelPlanTable& table);
-void register_image_kernels(KernelPlanTable& table);
-void register_random_kernels(KernelPlanTable& table);
+// ---- elementwise op params ----
+// An elementwise op's attributes (its OpDef's attrs, all of AttrKind::real, in OpDef order) reach
+// the shaders as floats p0 and p1: the unary family kernel pushes them, a fused step takes a param
+// slot of the fused kernel's push constants (clamp: p0 = hi, p1 = lo). Defined in
+// elementwise_unary.cpp.
+inline constexpr std::size_t kMaxEwParams = 2;
+struct EwParams {
+  std::array<float, kMaxEwParams> values{};  // unused ones 0
+  std::size_t count = 0;
+};
+// How many params `op` has; throws tg::Error naming the op and the attribute when one is not real
+// or there are more than kMaxEwParams (the family kernels check every TG_EW op when the table is
+// built).
+std::size_t ew_param_count(OpId op);
+// `node`'s params, in order.
+EwParams ew_params(const Node& node);
+
+// One registration function per TG_FAMILY line of ops.def (the generated families.inc), defined in
+// src/vk/kernels/<family>.cpp; table.cpp calls them all. A new family needs only its file: without
+// it the library does not link, and the linker names the function.
+#define TG_FAMILY(name) void register_##name##_kernels(KernelPlanTable& table);
+#include "tensorgrad/ir/ops/families.inc"
+#undef TG_FAMILY
 
 const KernelPlanTable& kernel_plan_table();
 
