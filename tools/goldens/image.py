@@ -49,6 +49,10 @@ def conv2d_cases():
         Case("conv2d_one_channel_2x2_kernel", "conv2d", {"stride": 1, "padding": 0},
              {"x": f32([1, 1, 4, 4]), "w": f32([2, 1, 2, 2])},
              lambda x, w: F.conv2d(x, w)),
+        # The front-end's defaults (stride 1, padding 0) as a user calls tg::conv2d(x, w).
+        Case("conv2d_frontend_defaults", "conv2d_with_defaults", {},
+             {"x": f32([1, 2, 5, 4]), "w": f32([3, 2, 2, 3])},
+             lambda x, w: F.conv2d(x, w)),
         Case("conv2d_stride1_pad0", "conv2d", {"stride": 1, "padding": 0},
              {"x": f32([2, 3, 5, 6]), "w": f32([4, 3, 3, 3])},
              lambda x, w: F.conv2d(x, w, stride=1, padding=0)),
@@ -99,6 +103,10 @@ def pool_cases():
         Case("max_pool2d_k2_s2", "max_pool2d", {"kernel": 2, "stride": 2, "padding": 0},
              {"x": f32([2, 3, 6, 6], untied=True)},
              lambda x: F.max_pool2d(x, 2)),
+        # The front-end's default stride (the kernel) as a user calls tg::max_pool2d(x, 3).
+        Case("max_pool2d_frontend_default_stride", "max_pool2d_with_default_stride", {"kernel": 3},
+             {"x": f32([1, 2, 7, 6], untied=True)},
+             lambda x: F.max_pool2d(x, 3)),
         Case("max_pool2d_k3_s2_p1", "max_pool2d", {"kernel": 3, "stride": 2, "padding": 1},
              {"x": f32([1, 2, 7, 5], untied=True)},
              lambda x: F.max_pool2d(x, 3, stride=2, padding=1)),
