@@ -14,6 +14,7 @@
 #include "property_support.h"
 #include "support/large_magnitude.h"
 #include "support/large_magnitude_bounds.h"
+#include "support/op_seed.h"
 #include "tensorgrad/ir/ops/ids/elementwise_unary.h"
 #include "tensorgrad/ir/ops/ids/losses.h"
 #include "tensorgrad/ir/ops/ids/softmax.h"
@@ -29,8 +30,7 @@ std::vector<Case> all_cases(OpId op) {
   std::vector<Case> cases = fixed_cases(op);
   const int random = scaled_cases(40);
   for (int i = 0; i < random; ++i) {
-    cases.push_back(
-        random_case(op, 0x1a4e0000ULL + static_cast<std::uint64_t>(i) * 104729 + static_cast<std::uint64_t>(op)));
+    cases.push_back(random_case(op, 0x1a4e0000ULL + static_cast<std::uint64_t>(i) * 104729 + tg::testing::op_seed(op)));
   }
   return cases;
 }

@@ -12,6 +12,7 @@
 #include "checks.h"
 #include "graph_gen.h"
 #include "property_support.h"
+#include "support/op_seed.h"
 #include "tensorgrad/ir/ops/ids/elementwise_unary.h"
 
 namespace tg::testing {
@@ -63,7 +64,7 @@ TEST_P(SingleOp, PassesEveryPropertyOnItsSamples) {
   const int cases = scaled_cases(100);
   int jacobians_checked = 0;
   for (int i = 0; i < cases; ++i) {
-    SampleRng rng(0x5eed0000ULL + static_cast<std::uint64_t>(i) * 7919 + static_cast<std::uint64_t>(op));
+    SampleRng rng(0x5eed0000ULL + static_cast<std::uint64_t>(i) * 7919 + tg::testing::op_seed(op));
     auto sample = def.samples(rng, std::nullopt);
     ASSERT_TRUE(sample.has_value()) << def.name << ": samples() without a given input type must produce a sample";
     GraphCase c = build_single_op(op, *sample, rng);
@@ -99,7 +100,7 @@ TEST_P(SingleOp, PassesAtBoundarySizes) {
   const int cases = scaled_cases(40);
   std::int64_t largest = 0;
   for (int i = 0; i < cases; ++i) {
-    const std::uint64_t seed = 0xb0d0000ULL + static_cast<std::uint64_t>(i) * 7919 + static_cast<std::uint64_t>(op);
+    const std::uint64_t seed = 0xb0d0000ULL + static_cast<std::uint64_t>(i) * 7919 + tg::testing::op_seed(op);
     // One step of this op through the generator: its bounds (elements, work) apply, and a step it
     // skips (a non-finite or huge result) simply draws nothing.
     const std::vector<Step> steps{Step{0, seed}};

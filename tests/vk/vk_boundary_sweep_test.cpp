@@ -18,6 +18,7 @@
 #include "property/checks.h"
 #include "property/graph_gen.h"
 #include "property/property_support.h"
+#include "support/op_seed.h"
 #include "support/path_coverage.h"
 #include "support/tolerance.h"
 #include "tensorgrad/ir/ops/ids/image.h"
@@ -99,7 +100,7 @@ TEST_P(BoundarySweep, MatchesTheF64OracleForwardAndGradient) {
   const int cases = tg::testing::scaled_cases(cases_for(op));
   int checked = 0;
   for (int i = 0; i < cases; ++i) {
-    const std::uint64_t seed = 0x5eeb0000ULL + static_cast<std::uint64_t>(i) * 104729 + static_cast<std::uint64_t>(op);
+    const std::uint64_t seed = 0x5eeb0000ULL + static_cast<std::uint64_t>(i) * 104729 + tg::testing::op_seed(op);
     const std::array<OpId, 1> only{op};
     const auto& tier = tiers[static_cast<std::size_t>(kTierOfCase[static_cast<std::size_t>(i % 6)])];
     const GraphCase c = tg::testing::build_graph({tg::testing::Step{0, seed}}, only, tier);

@@ -13,6 +13,7 @@
 #include "property/property_support.h"
 #include "support/large_magnitude.h"
 #include "support/large_magnitude_bounds.h"
+#include "support/op_seed.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk_test_support.h"
 
@@ -85,8 +86,7 @@ TEST_P(VkLargeMagnitude, MatchesTheF64OracleForwardGradientAndFused) {
   // Compiling the programs dominates a case on lavapipe; TG_PROPERTY_SCALE raises the count.
   const int random = tg::testing::scaled_cases(12);
   for (int i = 0; i < random; ++i) {
-    cases.push_back(
-        random_case(op, 0x7a4e0000ULL + static_cast<std::uint64_t>(i) * 104729 + static_cast<std::uint64_t>(op)));
+    cases.push_back(random_case(op, 0x7a4e0000ULL + static_cast<std::uint64_t>(i) * 104729 + tg::testing::op_seed(op)));
   }
   if (is_unary(op)) {
     // op(x) * 2 fuses into one dispatch: the fused kernel's copy of the math must match.
