@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "support/library.h"
+#include "support/test_values.h"
 #include "tensorgrad/train/init.h"
 #include "tensorgrad/train/module.h"
 
@@ -25,15 +26,8 @@ using tg::HostTensor;
 using tg::Shape;
 using tg::Tensor;
 
-std::vector<float> test_values(std::int64_t n, std::uint64_t seed) {
-  std::vector<float> v(static_cast<std::size_t>(n));
-  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 17;
-  for (auto& x : v) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    x = static_cast<float>(static_cast<double>(s >> 11) / 9007199254740992.0 * 4.0 - 2.0);
-  }
-  return v;
-}
+// Values in [-2, 2] (tests/support/test_values.h), this file's own stream.
+std::vector<float> test_values(std::int64_t n, std::uint64_t seed) { return tg::testing::test_values(n, seed, 17); }
 
 HostTensor random_f32(const Shape& shape, std::uint64_t seed) {
   return HostTensor::f32(shape, test_values(tg::num_elements(shape), seed));

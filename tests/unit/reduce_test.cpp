@@ -18,6 +18,7 @@
 
 #include "support/library.h"
 #include "support/op_family.h"
+#include "support/test_values.h"
 
 namespace {
 
@@ -33,16 +34,7 @@ constexpr std::string_view kFamily = "reduce";
 
 constexpr ComputeType kBothComputeTypes[] = {ComputeType::f64, ComputeType::f32};
 
-// Deterministic values in [-2, 2], distinct with overwhelming probability (max/min see no ties).
-std::vector<float> test_values(std::int64_t n, std::uint64_t seed = 1) {
-  std::vector<float> v(static_cast<std::size_t>(n));
-  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 12345;
-  for (auto& x : v) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    x = static_cast<float>(static_cast<double>(s >> 11) / 9007199254740992.0 * 4.0 - 2.0);
-  }
-  return v;
-}
+using tg::testing::test_values;
 
 // check_coverage (NaN sentinels) must be off where a NaN result is expected.
 HostTensor run(const HostTensor& input, const std::function<Tensor(const Tensor&)>& build, ComputeType compute,
