@@ -103,6 +103,26 @@ inline void expect_samples_valid(OpId id, std::uint64_t seed, int trials, bool b
 
 // The number of f32 ulps one op of `def` may be off in an f32 run, for this sample's reduction
 // length (the property suites' per-node bound, tests/support/tolerance.h).
+// The samples honour a given first input: one of the dtype the op's samples use, shaped [2,3], is
+// used exactly, and an i32 [4] is used exactly or declined. Returns whether the i32 one was taken.
+inline bool expect_samples_honour_a_given_first_input(const OpDef& def, SampleRng& rng) {
+  const auto fresh = def.samples(rng, std::nullopt);
+  EXPECT_TRUE(fresh.has_value());
+  if (!fresh) return false;
+  const TensorType first{fresh->inputs.at(0).dtype, {2, 3}};
+  const auto given = def.samples(rng, first);
+  EXPECT_TRUE(given.has_value());
+  if (given) {
+    EXPECT_EQ(given->inputs[0], first);
+  }
+  const TensorType ints{DType::i32, {4}};
+  const auto from_ints = def.samples(rng, ints);
+  if (from_ints) {
+    EXPECT_EQ(from_ints->inputs[0], ints);
+  }
+  return from_ints.has_value();
+}
+
 inline double op_tolerance_ulps(const OpDef& def, const OpSample& sample, const TensorType& out) {
   std::int64_t n = 1;
   if (def.reduction_length) {

@@ -177,22 +177,11 @@ TEST(ElementwiseUnaryDefs, EveryPartIsPresentAndSamplesAreValid) {
     const tg::OpDef& def = tg::op_def(id);
     SCOPED_TRACE(std::string(def.name));
     EXPECT_EQ(def.arity, 1) << "the family is unary";
-    // Given a first input of the dtype its samples use, shaped [2,3], the sample uses it exactly.
-    const auto fresh = def.samples(rng, std::nullopt);
-    ASSERT_TRUE(fresh.has_value());
-    const tg::TensorType first{fresh->inputs.at(0).dtype, {2, 3}};
-    const auto given = def.samples(rng, first);
-    ASSERT_TRUE(given.has_value());
-    EXPECT_EQ(given->inputs[0], first);
-    const tg::TensorType ints{DType::i32, {4}};
-    const auto from_ints = def.samples(rng, ints);
-    if (from_ints) {
-      EXPECT_EQ(from_ints->inputs[0], ints);
-    }
+    const bool takes_i32 = tg::test::expect_samples_honour_a_given_first_input(def, rng);
     if (const auto it = pinned.find(id); it != pinned.end()) {
       EXPECT_EQ(def.tolerance, it->second.tolerance);
       EXPECT_EQ(def.differentiable, it->second.differentiable);
-      EXPECT_EQ(from_ints.has_value(), it->second.accepts_i32);
+      EXPECT_EQ(takes_i32, it->second.accepts_i32);
     }
   }
   tg::test::expect_ops_in_family(pinned, kFamily);
