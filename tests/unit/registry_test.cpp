@@ -2,11 +2,14 @@
 // family of ops.def has the files docs/adding-an-op.md says it lives in.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <filesystem>
 #include <set>
 #include <string>
 
+#include "ir/ops/family_tables.h"
 #include "support/library.h"
+#include "tensorgrad/ir/ops/ids/elementwise_binary.h"
 #include "tensorgrad/vk/executor.h"
 
 namespace tg {
@@ -82,6 +85,25 @@ TEST(Registry, EveryOpBelongsToAListedFamilyAndEveryFamilyHasOps) {
     with_ops.insert(op_family(op));
   }
   for (std::string_view family : op_families()) EXPECT_TRUE(with_ops.contains(family)) << family << " has no ops";
+}
+
+// The backends' tables (src/ir/ops/family_tables.h): a family may fill only its own ops' slots.
+using SlotTable = std::array<int, kOpIdSpace>;
+void register_add(SlotTable& table) { table[static_cast<std::size_t>(op::Add)] = 1; }
+
+TEST(Registry, AFamilyRegistersOnlyItsOwnOps) {
+  SlotTable table{};
+  register_family_kernels(table, "elementwise_binary", register_add, "test kernels", "tests/unit");
+  EXPECT_EQ(table[static_cast<std::size_t>(op::Add)], 1);
+  SlotTable other{};
+  try {
+    register_family_kernels(other, "reduce", register_add, "test kernels", "tests/unit");
+    FAIL() << "reduce's registration set add's slot and was accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "test kernels: register_reduce_kernels (tests/unit/reduce.cpp) registers a kernel for op 'add' of "
+                 "family 'elementwise_binary'");
+  }
 }
 
 TEST(Registry, UnknownOpNamesAreNotFound) {
