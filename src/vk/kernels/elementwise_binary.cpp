@@ -5,13 +5,11 @@
 // invocation, no index arithmetic. Every TG_EW op of the family in ops.def is registered from the
 // generated op codes (vk/ew_codes.h), so adding such an op needs no edit here.
 #include <algorithm>
-#include <array>
-#include <memory>
+#include <string>
 
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/vk/error.h"
-#include "vk/ew_codes.h"
-#include "vk/kernels/kernels.h"
+#include "vk/kernels/ew_own_kernels.h"
 
 namespace tg::vk {
 
@@ -30,29 +28,7 @@ struct BinaryPush {
 };
 static_assert(sizeof(BinaryPush) == 112);
 
-struct BinaryOp {
-  std::uint32_t code = 0;
-  const LaunchPath* path = nullptr;
-};
-
-// Each op's own dispatch, vulkan/<op>/own_kernel (fusion.cpp names the fused steps), declared
-// when the library loads.
-class BinaryOps {
- public:
-  BinaryOps() {
-    for (const EwOp& ew : kEwOps) {
-      if (ew.family != EwFamily::binary) continue;
-      paths_.push_back(std::make_unique<LaunchPath>("vulkan", op_name(ew.op), "own_kernel"));
-      by_op_[static_cast<std::size_t>(ew.op)] = {ew.code, paths_.back().get()};
-    }
-  }
-  const BinaryOp& operator[](OpId op) const { return by_op_[static_cast<std::size_t>(op)]; }
-
- private:
-  std::vector<std::unique_ptr<LaunchPath>> paths_;
-  std::array<BinaryOp, kOpIdSpace> by_op_{};
-};
-const BinaryOps kBinaryOps;
+const EwOwnKernels kBinaryOps(EwFamily::binary);
 
 // Then the shader's form: every operand at the output index (vec4 words) or broadcast strides.
 const LaunchPath kContiguous{"vulkan", "elementwise_binary", "contiguous"};
@@ -61,7 +37,7 @@ const LaunchPath kBroadcast{"vulkan", "elementwise_binary", "broadcast"};
 const SizeThreshold kVec4Threshold{"vulkan", "elementwise", "vec4_width", 4};
 
 KernelLaunch plan(const Graph& graph, const Node& node) {
-  const BinaryOp& op = kBinaryOps[node.op];
+  const EwOwnKernel& op = kBinaryOps[node.op];
   const Shape& out = graph.type(node.output).shape;
   const std::size_t rank = out.size();
   const std::size_t k = node.inputs.size();
@@ -130,15 +106,14 @@ KernelLaunch plan(const Graph& graph, const Node& node) {
 }  // namespace
 
 void register_elementwise_binary_kernels(KernelPlanTable& table) {
-  for (const EwOp& ew : kEwOps) {
-    if (ew.family != EwFamily::binary) continue;
+  for (const OpId op : kBinaryOps.ops()) {
     // The binary shaders have no params: refuse, when the table is built, an op that would need them.
-    if (ew_param_count(ew.op) != 0) {
-      throw Error("Vulkan elementwise kernels: op '" + std::string(op_name(ew.op)) +
+    if (ew_param_count(op) != 0) {
+      throw Error("Vulkan elementwise kernels: op '" + std::string(op_name(op)) +
                   "' of elementwise_binary has attributes; the binary shaders take none (only "
                   "elementwise_unary ops pass real attributes, as p0 and p1)");
     }
-    table[static_cast<std::size_t>(ew.op)] = plan;
+    table[static_cast<std::size_t>(op)] = plan;
   }
 }
 

@@ -4,13 +4,10 @@
 // shader's two float params (ew_params below), so adding such an op needs no edit here.
 #include "tensorgrad/ir/ops/ids/elementwise_unary.h"
 
-#include <array>
-#include <memory>
 #include <string>
 
 #include "tensorgrad/ir/error.h"
-#include "vk/ew_codes.h"
-#include "vk/kernels/kernels.h"
+#include "vk/kernels/ew_own_kernels.h"
 
 namespace tg::vk {
 
@@ -24,35 +21,15 @@ struct UnaryPush {
 };
 static_assert(kMaxEwParams == 2, "UnaryPush and the shaders carry two params");
 
-// The code (kEwOps) of an op of this family, kEwCopy for stop_gradient's word copy.
-struct UnaryOp {
-  std::uint32_t code = 0;
-  const LaunchPath* path = nullptr;
-};
-
-// Each op's own dispatch, vulkan/<op>/own_kernel (fusion.cpp names the fused steps), and
-// stop_gradient's copy, vulkan/stop_gradient/kernel; declared when the library loads.
-class UnaryOps {
- public:
-  UnaryOps() {
-    for (const EwOp& ew : kEwOps) {
-      if (ew.family != EwFamily::unary) continue;
-      paths_.push_back(std::make_unique<LaunchPath>("vulkan", op_name(ew.op), "own_kernel"));
-      by_op_[static_cast<std::size_t>(ew.op)] = {ew.code, paths_.back().get()};
-    }
-    paths_.push_back(std::make_unique<LaunchPath>("vulkan", op_name(op::StopGradient), "kernel"));
-    by_op_[static_cast<std::size_t>(op::StopGradient)] = {kEwCopy, paths_.back().get()};
-  }
-  const UnaryOp& operator[](OpId op) const { return by_op_[static_cast<std::size_t>(op)]; }
-
- private:
-  std::vector<std::unique_ptr<LaunchPath>> paths_;
-  std::array<UnaryOp, kOpIdSpace> by_op_{};
-};
-const UnaryOps kUnaryOps;
+// Every TG_EW op of the family, and stop_gradient as the word copy kEwCopy, vulkan/stop_gradient/kernel.
+const EwOwnKernels kUnaryOps = [] {
+  EwOwnKernels ops(EwFamily::unary);
+  ops.add(op::StopGradient, kEwCopy, "kernel");
+  return ops;
+}();
 
 KernelLaunch plan(const Graph& graph, const Node& node) {
-  const UnaryOp& op = kUnaryOps[node.op];
+  const EwOwnKernel& op = kUnaryOps[node.op];
   UnaryPush push;
   push.op = op.code;
   push.n = static_cast<std::uint32_t>(graph.type(node.output).size());
@@ -103,12 +80,10 @@ EwParams ew_params(const Node& node) {
 }
 
 void register_elementwise_unary_kernels(KernelPlanTable& table) {
-  for (const EwOp& ew : kEwOps) {
-    if (ew.family != EwFamily::unary) continue;
-    (void)ew_param_count(ew.op);  // refuses, when the table is built, an op whose attributes cannot travel
-    table[static_cast<std::size_t>(ew.op)] = plan;
+  for (const OpId op : kUnaryOps.ops()) {
+    (void)ew_param_count(op);  // refuses, when the table is built, an op whose attributes cannot travel
+    table[static_cast<std::size_t>(op)] = plan;
   }
-  table[static_cast<std::size_t>(op::StopGradient)] = plan;
 }
 
 }  // namespace tg::vk
