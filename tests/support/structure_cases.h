@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/library.h"
+#include "support/shape_error.h"
 
 namespace tg::test::structure {
 
@@ -78,19 +79,7 @@ inline void for_each_dtype_and_compute(const std::function<void(DType, ComputeTy
   }
 }
 
-// Expects `trace` to throw a ShapeError naming `op`, containing `rule_part` and the call site in
-// `test_file` (the file that calls this).
-inline void expect_shape_error_at(const std::function<void()>& trace, std::string_view op, std::string_view rule_part,
-                                  std::string_view test_file) {
-  try {
-    trace();
-    ADD_FAILURE() << "expected a ShapeError from " << op;
-  } catch (const tg::ShapeError& e) {
-    EXPECT_EQ(e.op(), op);
-    EXPECT_NE(std::string(e.what()).find(rule_part), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find(test_file), std::string::npos) << e.what();
-  }
-}
+using tg::test::expect_shape_error_at;
 
 // d/dx_k of sum(build(x...) * w) for a fixed w: the cotangent w routed back to each input.
 inline std::vector<HostTensor> gradients(const std::vector<HostTensor>& inputs, const Build& build) {

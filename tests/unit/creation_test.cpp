@@ -14,6 +14,7 @@
 
 #include "support/library.h"
 #include "support/op_family.h"
+#include "support/shape_error.h"
 
 namespace {
 
@@ -34,14 +35,7 @@ tg::HostTensor run_nullary(const std::function<tg::Tensor()>& op, tg::ComputeTyp
 // Expects `trace` to throw a ShapeError whose message names the op, contains `rule_part` and this
 // file as the call site.
 void expect_shape_error(const std::function<void()>& trace, std::string_view op, std::string_view rule_part) {
-  try {
-    trace();
-    ADD_FAILURE() << "expected a ShapeError from " << op;
-  } catch (const tg::ShapeError& e) {
-    EXPECT_EQ(e.op(), op);
-    EXPECT_NE(std::string(e.what()).find(rule_part), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("creation_test.cpp"), std::string::npos) << e.what();
-  }
+  tg::test::expect_shape_error_at(trace, op, rule_part, "creation_test.cpp");
 }
 
 TEST(Creation, ArangeZerosOnesFullValuesAndDtypes) {
