@@ -21,6 +21,9 @@ struct HostTensor {
   static HostTensor i32(Shape shape, const std::vector<std::int32_t>& data);
   static HostTensor of(TensorType type, std::vector<double> data);  // checks the element count
   static HostTensor filled(TensorType type, double value);
+  std::int64_t size() const { return static_cast<std::int64_t>(values.size()); }
+  double at(std::int64_t i) const { return values[static_cast<std::size_t>(i)]; }  // element i as a double
+  std::vector<double> to_f64() const { return values; }
   std::vector<float> to_f32() const;
   std::vector<std::int32_t> to_i32() const;
   friend bool operator==(const HostTensor&, const HostTensor&) = default;
