@@ -3,6 +3,7 @@
 // to keep every value.
 #include "tensorgrad/interp/interpreter.h"
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -96,10 +97,14 @@ InterpResult run(const Graph& graph, const TensorMap& inputs, const InterpOption
       return " (node %" + std::to_string(n) + " " + std::string(op_name(node.op)) + ", created at " +
              node.loc.to_string() + ")";
     };
+    const auto started = std::chrono::steady_clock::now();
     try {
       kernel(interp::KernelCall<T>{node, in_buffers, in_types, out_type, out});
     } catch (const RuntimeError& e) {
       throw RuntimeError(std::string(e.what()) + where());
+    }
+    if (options.on_node_done) {
+      options.on_node_done(n, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
     if (options.check_coverage && !fully_written(out, out_type)) {
       throw RuntimeError("kernel left elements of its " + out_type.to_string() + " output unwritten" + where());

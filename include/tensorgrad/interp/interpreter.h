@@ -2,6 +2,7 @@
 // The reference interpreter: runs any graph on the host with TBB-parallel kernels. ComputeType::f64
 // is the oracle (every float computed in double whatever the graph says); ComputeType::f32 is a real
 // CPU backend. Results do not depend on the number of threads.
+#include <functional>
 #include <vector>
 
 #include "tensorgrad/interp/host_tensor.h"
@@ -19,6 +20,9 @@ struct InterpOptions {
   // than the op's shape rule promised. Used by the property tests on finite inputs: a kernel that
   // legitimately computes NaN would be reported as well.
   bool check_coverage = false;
+  // Called after each node with its index in graph.nodes() and the seconds its kernel took (wall
+  // clock, the kernel alone); `tg bench` builds its per-node table from it.
+  std::function<void(std::size_t node, double seconds)> on_node_done;
 };
 
 struct InterpResult {
