@@ -170,7 +170,7 @@ inline std::vector<Case> convention_cases() {
   add("min_three_way_tie", {{"x", f32({2, 3}, {1, 1, 1, 2, 0, 2})}}, [](const auto& v) { return min(v[0], 1); }, {3, 5},
       {{"y", {1, 0}}, {"grad.x", {1, 1, 1, 0, 5, 0}}});
   add("max_all_axes_keep_dims", {{"x", f32({2, 2}, {4, 1, 2, 4})}},
-      [](const auto& v) { return max(v[0], {}, {.keep_dims = true}); }, {1},
+      [](const auto& v) { return max(v[0], Axes::all(), {.keep_dims = true}); }, {1},
       {{"y", {4}}, {"grad.x", {0.5, 0, 0, 0.5}}});
   // Axes {0, 2} of x[i, j, k]: slice j = 0 holds 7 twice, slice j = 1 is four 3s.
   add("max_ties_over_two_axes", {{"x", f32({2, 2, 2}, {7, 1, 3, 3, 2, 7, 3, 3})}},

@@ -30,15 +30,24 @@ class Operand {
   std::variant<Tensor, double> value_;
 };
 
-// Axes of a reduction: all of them (default), one, or a list.
+// Axes of a reduction: one axis, a list, or every axis. A list, however written, names exactly the
+// axes reduced, so an empty one reduces none (NumPy's axis=()): `sum(x, {})` and
+// `sum(x, std::vector<std::int64_t>{})` both keep x's shape. Every axis is spelled by leaving the
+// argument out or by `Axes::all()` (NumPy's axis=None, PyTorch's dim omitted), never by braces.
 class Axes {
  public:
-  Axes() = default;
+  Axes() : list_(std::vector<std::int64_t>{}) {}                       // `{}`: the empty list, no axes
   Axes(std::int64_t axis) : list_(std::vector<std::int64_t>{axis}) {}  // NOLINT
   Axes(int axis) : list_(std::vector<std::int64_t>{axis}) {}           // NOLINT
   Axes(std::initializer_list<std::int64_t> axes) : list_(std::vector<std::int64_t>(axes)) {}
   Axes(std::vector<std::int64_t> axes) : list_(std::move(axes)) {}  // NOLINT
-  static Axes all() { return {}; }
+  static Axes all() {
+    Axes every;
+    every.list_.reset();
+    return every;
+  }
+  bool is_all() const { return !list_.has_value(); }
+  // The axes as written (not yet normalized); std::nullopt for every axis.
   const std::optional<std::vector<std::int64_t>>& list() const { return list_; }
 
  private:
@@ -79,16 +88,23 @@ Tensor silu(const Tensor& x, TG_CALL_SITE);
 Tensor clamp(const Tensor& x, double lo, double hi, TG_CALL_SITE);
 Tensor stop_gradient(const Tensor& x, TG_CALL_SITE);
 
-// reductions; the whole tensor by default (a 0-d result)
-Tensor sum(const Tensor& x, Axes axes = {}, ReduceOptions options = {}, TG_CALL_SITE);
-Tensor mean(const Tensor& x, Axes axes = {}, ReduceOptions options = {}, TG_CALL_SITE);
-Tensor max(const Tensor& x, Axes axes = {}, ReduceOptions options = {}, TG_CALL_SITE);
-Tensor min(const Tensor& x, Axes axes = {}, ReduceOptions options = {}, TG_CALL_SITE);
-// i32 indices; without an axis, the flat index over the whole tensor (a 0-d result).
+// reductions; every axis by default (a 0-d result, or all 1s with keep_dims); `{}` reduces none
+Tensor sum(const Tensor& x, Axes axes = Axes::all(), ReduceOptions options = {}, TG_CALL_SITE);
+Tensor mean(const Tensor& x, Axes axes = Axes::all(), ReduceOptions options = {}, TG_CALL_SITE);
+Tensor max(const Tensor& x, Axes axes = Axes::all(), ReduceOptions options = {}, TG_CALL_SITE);
+Tensor min(const Tensor& x, Axes axes = Axes::all(), ReduceOptions options = {}, TG_CALL_SITE);
+// i32 indices over one axis; without one (omitted or std::nullopt), the flat index over the whole
+// tensor (a 0-d result), as NumPy's axis=None.
 Tensor argmax(const Tensor& x, std::optional<std::int64_t> axis = std::nullopt, ReduceOptions options = {},
               TG_CALL_SITE);
 Tensor argmin(const Tensor& x, std::optional<std::int64_t> axis = std::nullopt, ReduceOptions options = {},
               TG_CALL_SITE);
+// Braces do not compile here: `argmax(x, {})` would be std::nullopt (every axis) while `{}` means no
+// axes for the reductions above, and a list of axes is not an index reduction.
+Tensor argmax(const Tensor& x, std::initializer_list<std::int64_t> axes, ReduceOptions options = {},
+              TG_CALL_SITE) = delete;
+Tensor argmin(const Tensor& x, std::initializer_list<std::int64_t> axes, ReduceOptions options = {},
+              TG_CALL_SITE) = delete;
 Tensor softmax(const Tensor& x, std::int64_t axis = -1, TG_CALL_SITE);
 Tensor log_softmax(const Tensor& x, std::int64_t axis = -1, TG_CALL_SITE);
 
