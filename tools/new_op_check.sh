@@ -119,9 +119,9 @@ check_args() {
   done
   grep -qF 'TG_EW(ZzScaffoldPair, "zz_scaffold_pair", (Operand a, Operand b))' "$SRC/include/tensorgrad/ir/ops/ops.def" ||
     fail "ops.def has no TG_EW line for zz_scaffold_pair"
-  # The docs section has the five fields OpsDoc.EveryOpSectionHasTheFiveFields asks for.
+  # The docs section has the six fields OpsDoc.EveryOpSectionHasTheSixFields asks for.
   awk '/^### `zz_scaffold_pair`$/{on=1; next} /^#/{on=0} on' "$SRC/docs/ops.md" >"$TMP/section"
-  for field in "Seed name:" "Signature:" "Semantics:" "Gradient:" "Bad input:"; do
+  for field in "Seed name:" "Signature:" "Semantics:" "Gradient:" "PyTorch:" "Bad input:"; do
     grep -qF "$field" "$TMP/section" || fail "docs/ops.md: the zz_scaffold_pair section has no '$field' line"
   done
   echo "ok: a real run edits $(wc -l <<<"$edited") files, each marked TODO(zz_scaffold_pair)"
