@@ -1,15 +1,19 @@
-// matmul: [..., M, K] x [K, N] (all leading lhs dims folded into M) and batched
-// [B..., M, K] x [B..., K, N]. Blocked for cache with a register-tiled inner kernel; parallel over
-// (batch, row block, column block) tiles, each written by one task. Every output element
-// accumulates its K products in ascending k into a single accumulator, so the bits are those of
-// the plain triple loop whatever the blocking or the thread count.
+// matmul (torch.matmul's semantics, src/ir/ops/matmul_layout.h): with an rhs that has no batch
+// every lhs batch dim folds into the rows of one product; otherwise one product per output batch,
+// each operand's matrix found through the layout's batch groups (stride 0 where it broadcasts).
+// Blocked for cache with a register-tiled inner kernel; parallel over (batch, row block, column
+// block) tiles, each written by one task. Every output element accumulates its K products in
+// ascending k into a single accumulator, so the bits are those of the plain triple loop whatever
+// the blocking or the thread count.
 #include "tensorgrad/ir/ops/ids/matmul.h"
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "../parallel.h"
 #include "families.h"
+#include "ir/ops/matmul_layout.h"
 #include "tensorgrad/ir/launch_paths.h"
 
 namespace tg::interp {
@@ -82,11 +86,13 @@ const SizeThreshold kMicroColsF32Threshold("interp", "matmul", "micro tile colum
 const SizeThreshold kMicroColsF64Threshold("interp", "matmul", "micro tile columns (f64)", kMicroCols<double>);
 const SizeThreshold kTaskFlopsThreshold("interp", "matmul", "task multiply-adds", kTaskFlops);
 
-// Leading lhs dims folded into M (2-D rhs) or batches paired up; a call also takes every gemm_block
+// Leading lhs dims folded into M (an rhs without batch dims above 1), batches paired up, or batches
+// where an operand repeats along a broadcast dim; a call also takes every gemm_block
 // branch its extents reach: register micro tiles, edge columns beside them, edge rows below
 // them, and more than one K block accumulated into C.
 const LaunchPath kFoldedRows("interp", "matmul", "folded_rows");
 const LaunchPath kBatched("interp", "matmul", "batched");
+const LaunchPath kBroadcastBatches("interp", "matmul", "broadcast_batches");
 const LaunchPath kMicroTiles("interp", "matmul", "micro_tiles");
 const LaunchPath kEdgeColumns("interp", "matmul", "edge_columns");
 const LaunchPath kEdgeRows("interp", "matmul", "edge_rows");
@@ -122,25 +128,35 @@ void gemm_block(const Gemm<T>& g, std::int64_t i0, std::int64_t i1, std::int64_t
   }
 }
 
+// The offsets of batch `batch`'s lhs and rhs matrices: its index decomposed over the groups.
+std::pair<std::int64_t, std::int64_t> batch_offsets(const MatmulLayout& layout, std::int64_t batch) {
+  std::int64_t a = 0;
+  std::int64_t b = 0;
+  for (auto g = layout.groups.rbegin(); g != layout.groups.rend(); ++g) {
+    const std::int64_t i = batch % g->extent;
+    batch /= g->extent;
+    a += i * g->lhs_stride;
+    b += i * g->rhs_stride;
+  }
+  return {a, b};
+}
+
 template <class T>
 void matmul_kernel(const KernelCall<T>& call) {
-  const Shape& a_shape = call.in_type(0).shape;
-  const Shape& b_shape = call.in_type(1).shape;
-  const std::int64_t k = a_shape.back();
-  const std::int64_t n = b_shape.back();
+  const MatmulLayout layout = matmul_layout(call.in_type(0).shape, call.in_type(1).shape);
+  const std::int64_t m = layout.m;
+  const std::int64_t k = layout.k;
+  const std::int64_t n = layout.n;
+  const std::int64_t batches = layout.batches;
   if (k == 0) {  // empty sums: C is all zeros
     std::fill(call.output.real.begin(), call.output.real.end(), T(0));
     return;
   }
-  // With a 2-D rhs every leading lhs dim folds into the rows; batched operands pair up per batch.
-  const bool batched = b_shape.size() > 2;
-  const std::int64_t m = batched ? a_shape[a_shape.size() - 2] : num_elements(a_shape) / k;
-  const std::int64_t batches = batched ? num_elements(Shape(a_shape.begin(), a_shape.end() - 2)) : 1;
   const T* a = call.real(0).data();
   const T* b = call.real(1).data();
   T* c = call.output.real.data();
-  if (m * n == 0) return;  // no outputs (a zero dim: no named path)
-  (batched ? kBatched : kFoldedRows).hit();
+  if (m * n * batches == 0) return;  // no outputs (a zero dim: no named path)
+  (layout.folded ? kFoldedRows : layout.broadcast ? kBroadcastBatches : kBatched).hit();
   // Blocks are multiples of the micro tile, so the branches depend on m and n alone.
   const bool micro_rows = kHaveVectors && m >= kMicroRows;
   if (micro_rows && n >= kMicroCols<T>) kMicroTiles.hit();
@@ -158,7 +174,8 @@ void matmul_kernel(const KernelCall<T>& call) {
       const std::int64_t batch = t / (row_blocks * col_blocks);
       const std::int64_t row_block = (t / col_blocks) % row_blocks;
       const std::int64_t col_block = t % col_blocks;
-      const Gemm<T> g{a + batch * m * k, b + (batched ? batch * k * n : 0), c + batch * m * n, m, n, k};
+      const auto [a_offset, b_offset] = batch_offsets(layout, batch);
+      const Gemm<T> g{a + a_offset, b + b_offset, c + batch * m * n, m, n, k};
       const std::int64_t i0 = row_block * kRowBlock;
       const std::int64_t j0 = col_block * kColBlock;
       gemm_block(g, i0, std::min(m, i0 + kRowBlock), j0, std::min(n, j0 + kColBlock));

@@ -108,7 +108,8 @@ Tensor argmin(const Tensor& x, std::initializer_list<std::int64_t> axes, ReduceO
 Tensor softmax(const Tensor& x, std::int64_t axis = -1, TG_CALL_SITE);
 Tensor log_softmax(const Tensor& x, std::int64_t axis = -1, TG_CALL_SITE);
 
-// matmul: [..., M, K] x [K, N], or batched [B..., M, K] x [B..., K, N] with equal batch dims
+// matmul as torch.matmul: [..., M, K] x [..., K, N] -> [..., M, N] with the batch dims broadcast
+// (NumPy rules); a 1-D lhs [K] is a row and a 1-D rhs [K] a column, that dim dropped from the result
 Tensor matmul(const Tensor& a, const Tensor& b, TG_CALL_SITE);
 
 // layout
