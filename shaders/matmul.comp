@@ -2,8 +2,9 @@
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_GOOGLE_include_directive : require
 // matmul: C[b] = A[b] B[b] for every batch b, A [M, K], B [K, N], C [M, N], all row-major f32.
-// With a 2-D rhs the lhs's leading dims are folded into M on the host (batches = 1); batched
-// operands pair up per batch (b_batch_stride = K*N), and a shared rhs has b_batch_stride = 0.
+// With an rhs without batch dims the lhs's leading dims are folded into M on the host (batches =
+// 1); otherwise each batch finds its A and B through the batch groups (batch_bases, a stride of 0
+// where an operand's batch dim broadcasts).
 //
 // The large tiles, the fast path; outputs below 128x128 and too few large tiles to occupy the
 // device go to shaders/matmul_small.comp (64x64 tiles, a pipeline with its own registers). Both
@@ -62,8 +63,9 @@ void large_tiles() {
     const uint rest = tile - batch * tiles_per_batch;
     const uint row0 = (rest / pc.tiles_n) * TILE;
     const uint col0 = (rest % pc.tiles_n) * TILE;
-    const uint a_base = batch * pc.a_batch_stride;
-    const uint b_base = batch * pc.b_batch_stride;
+    uint a_base;
+    uint b_base;
+    batch_bases(batch, a_base, b_base);
     const uint c_base = batch * pc.M * pc.N;
     set_tile_k(batch);
     const uint slices = (tile_k + BK - 1) / BK;

@@ -7,23 +7,29 @@
 
 layout(local_size_x = 256) in;
 
+const uint BATCH_GROUPS = 4u;  // = kBatchGroups in src/vk/kernels/matmul.cpp
+
 layout(push_constant) uniform Push {
   uint M;
   uint N;
   uint K;
   uint batches;
-  uint tiles_m;         // ceil(M / TILE)
-  uint tiles_n;         // ceil(N / TILE)
-  uint a_batch_stride;  // M*K
-  uint b_batch_stride;  // K*N, or 0 when every batch shares one rhs
-  uint flags;           // FLAG_* below
-  uint lda;             // A's stored row stride: K, or the whole K of a split-K launch, whose batches
-                        // are the K ranges (a_batch_stride = K per split, b_batch_stride = K per split
-                        // * N); M when A is stored transposed (a_batch_stride = K per split * M)
-  uint ldb;             // B_T only: B's stored row stride, the whole K (b_batch_stride = K per split
-                        // under split-K); an untransposed B's rows are N apart
-  uint k_last;          // the K range of the last batch: K, or under split-K the remainder when K is
-                        // not a multiple of the range (a long K split for llvmpipe's loop limit)
+  uint tiles_m;  // ceil(M / TILE)
+  uint tiles_n;  // ceil(N / TILE)
+  uint flags;    // FLAG_* below
+  uint lda;      // A's stored row stride: K, or the whole K of a split-K launch, whose batches are
+                 // the K ranges (A's batch stride = K per split, B's = K per split * N); M when A
+                 // is stored transposed (A's batch stride = K per split * M)
+  uint ldb;      // B_T only: B's stored row stride, the whole K (B's batch stride = K per split
+                 // under split-K); an untransposed B's rows are N apart
+  uint k_last;   // the K range of the last batch: K, or under split-K the remainder when K is
+                 // not a multiple of the range (a long K split for llvmpipe's loop limit)
+  // The batch index decomposed over up to BATCH_GROUPS groups (innermost last; unused ones have
+  // extent 1): group g's index advances A by a_stride[g] and B by b_stride[g] elements, 0 where
+  // that operand is broadcast (src/ir/ops/matmul_layout.h). Split-K: one group, the K ranges.
+  uint batch_extent[BATCH_GROUPS];
+  uint a_stride[BATCH_GROUPS];
+  uint b_stride[BATCH_GROUPS];
 } pc;
 
 // The K range of the tile being computed (set_tile_k): pc.K, or under RAGGED_K pc.k_last in the
@@ -31,19 +37,33 @@ layout(push_constant) uniform Push {
 uint tile_k;
 
 // Must match kFlag* in src/vk/kernels/matmul.cpp.
-const uint FLAG_VEC_A = 1u;   // lda and a_batch_stride % 4 == 0: stored rows of A start on vec4 boundaries
+const uint FLAG_VEC_A = 1u;   // lda and every a_stride % 4 == 0: stored rows of A start on vec4 boundaries
 const uint FLAG_VEC_BC = 2u;  // N % 4 == 0: rows of C (and of B when not transposed) start on vec4 boundaries
 
 // Set per launch by src/vk/kernels/matmul.cpp for transposed operands only (the defaults are the
 // plain kernel).
 layout(constant_id = 0) const bool A_T = false;     // A stored transposed: A[r, k] at a_base + k * lda + r
 layout(constant_id = 1) const bool B_T = false;     // B stored transposed: B[k, c] at b_base + c * ldb + k
-layout(constant_id = 2) const bool VEC_BT = false;  // B_T, ldb and b_batch_stride % 4 == 0: its stored rows
+layout(constant_id = 2) const bool VEC_BT = false;  // B_T, ldb and every b_stride % 4 == 0: its stored rows
                                                     // move as vec4
 // Split-K with a shorter last range (k_last): only those launches set it, so every other pipeline
 // folds tile_k to pc.K and keeps the code it had before ragged ranges existed.
 layout(constant_id = 3) const bool RAGGED_K = false;
 void set_tile_k(uint batch) { tile_k = (RAGGED_K && batch + 1u == pc.batches) ? pc.k_last : pc.K; }
+
+// Where batch `batch`'s A and B start (C's batch starts at batch * M * N): once per tile, outside
+// the K loop.
+void batch_bases(uint batch, out uint a_base, out uint b_base) {
+  a_base = 0u;
+  b_base = 0u;
+  [[unroll]] for (int g = int(BATCH_GROUPS) - 1; g >= 0; --g) {
+    const uint extent = pc.batch_extent[g];
+    const uint i = batch % extent;
+    batch /= extent;
+    a_base += i * pc.a_stride[g];
+    b_base += i * pc.b_stride[g];
+  }
+}
 
 // Scalar and vec4 views of the same bindings (aliased descriptors).
 layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };

@@ -43,8 +43,9 @@ void small_tiles() {
     const uint rest = tile - batch * tiles_per_batch;
     const uint row0 = (rest / pc.tiles_n) * TILE;
     const uint col0 = (rest % pc.tiles_n) * TILE;
-    const uint a_base = batch * pc.a_batch_stride;
-    const uint b_base = batch * pc.b_batch_stride;
+    uint a_base;
+    uint b_base;
+    batch_bases(batch, a_base, b_base);
     const uint c_base = batch * pc.M * pc.N;
     set_tile_k(batch);
     const uint slices = (tile_k + BK - 1) / BK;

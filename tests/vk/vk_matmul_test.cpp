@@ -1,6 +1,7 @@
 // The Vulkan matmul kernel (shaders/matmul.comp) on hand-built graphs against the f64 oracle:
 // sizes that are and are not multiples of the 64x64x16 tiles, long K, a 2-D rhs under a 3-D lhs,
-// batched operands, more tiles than the 65535 workgroups a dispatch may have, an empty K, split-K
+// batched operands, batch dims that broadcast (up to the shader's four batch groups; more are a
+// CompileError), 1-D operands, more tiles than the 65535 workgroups a dispatch may have, an empty K, split-K
 // launches (partials in scratch, then an ordered sum), guard regions intact (scratch included), and
 // the same bits on every replay.
 #include <gtest/gtest.h>
@@ -50,7 +51,7 @@ void check_matmul(const std::shared_ptr<Context>& ctx, const Case& c, std::uint3
   double scale = 1.0;
   for (const TensorMap* m : {&in, &want})
     for (const auto& [name, t] : *m)
-      for (double v : t.values) scale = std::max(scale, std::fabs(v));
+      for (double v : t.to_f64()) scale = std::max(scale, std::fabs(v));
   const double tol = 4.0 * std::numeric_limits<float>::epsilon() * tolerance_ulps(ToleranceClass::matmul, k) * scale;
 
   for (std::uint64_t guard : {256u, 0u}) {
@@ -63,12 +64,12 @@ void check_matmul(const std::shared_ptr<Context>& ctx, const Case& c, std::uint3
     const HostTensor& out = got.at("c");
     const HostTensor& ref = want.at("c");
     ASSERT_EQ(out.type, ref.type);
-    ASSERT_EQ(out.values.size(), ref.values.size());
+    ASSERT_EQ(out.size(), ref.size());
     std::size_t bad = 0;
-    for (std::size_t i = 0; i < ref.values.size(); ++i) {
-      if (!(std::fabs(out.values[i] - ref.values[i]) <= tol) && ++bad <= 5) {
-        ADD_FAILURE() << "c[" << i << "]: Vulkan " << out.values[i] << ", f64 oracle " << ref.values[i]
-                      << " (allowed error " << tol << ")";
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      if (!(std::fabs(out.at(i) - ref.at(i)) <= tol) && ++bad <= 5) {
+        ADD_FAILURE() << "c[" << i << "]: Vulkan " << out.at(i) << ", f64 oracle " << ref.at(i) << " (allowed error "
+                      << tol << ")";
       }
     }
     EXPECT_EQ(bad, 0u) << "elements off";
@@ -79,9 +80,9 @@ void check_matmul(const std::shared_ptr<Context>& ctx, const Case& c, std::uint3
     if (!thorough) continue;
     const TensorMap again = program.run(in);
     const HostTensor& out2 = again.at("c");
-    for (std::size_t i = 0; i < out.values.size(); ++i) {
-      const auto x = static_cast<float>(out.values[i]);
-      const auto y = static_cast<float>(out2.values[i]);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const auto x = static_cast<float>(out.at(i));
+      const auto y = static_cast<float>(out2.at(i));
       ASSERT_EQ(std::memcmp(&x, &y, sizeof(float)), 0) << "replay differs at c[" << i << "]";
     }
   }
@@ -142,12 +143,56 @@ TEST_F(VkTest, MatmulBatched) {
   check_matmul(ctx, {{4, 1, 1}, {4, 1, 1}}, 21);
 }
 
+// torch.matmul's broadcasting: batch groups with 0 strides, in both tilings, vec4 and scalar rows.
+TEST_F(VkTest, MatmulBroadcastsBatchDims) {
+  auto ctx = make_context();
+  check_matmul(ctx, {{2, 1, 3, 4}, {5, 4, 6}}, 111, true, 1);                 // both repeat: two groups
+  check_matmul(ctx, {{17, 9}, {2, 3, 9, 13}}, 113, true, 1);                  // a 2-D lhs under every batch
+  check_matmul(ctx, {{1, 70, 40}, {3, 40, 66}}, 115, true, 1);                // a lhs batch of 1, 2x2 tiles
+  check_matmul(ctx, {{2, 1, 3, 1, 5, 8}, {1, 4, 1, 2, 8, 3}}, 117, true, 1);  // four groups, the most
+  check_matmul(ctx, {{8, 136, 36}, {2, 1, 36, 1032}}, 119, true, 1);          // large tiles, vec4 strides
+  check_matmul(ctx, {{4, 1, 385, 12}, {3, 12, 514}}, 121, true, 1);           // large tiles, scalar rows
+  check_matmul(ctx, {{2, 3, 5, 7}, {1, 1, 7, 11}}, 123, true, 1);             // an rhs batch of 1s folds
+}
+
+TEST_F(VkTest, MatmulVectorOperands) {
+  auto ctx = make_context();
+  check_matmul(ctx, {{37}, {37}}, 131, true, 1);         // dot product: a 0-d result
+  check_matmul(ctx, {{37}, {37, 70}}, 133, true, 1);     // vector x matrix
+  check_matmul(ctx, {{70, 37}, {37}}, 135, true, 1);     // matrix x vector
+  check_matmul(ctx, {{3, 70, 37}, {37}}, 137, true, 1);  // batched matrix x vector (folded)
+  check_matmul(ctx, {{37}, {3, 37, 70}}, 139, true, 1);  // vector x batched matrix (broadcast)
+  check_matmul(ctx, {{4096}, {4096}}, 141, true, 2);     // one tile, a long K: split-K
+}
+
+// Five batch groups (dims alternating which operand repeats) exceed the shader's push constants:
+// a CompileError naming the shapes, not a wrong result.
+TEST_F(VkTest, MatmulRefusesMoreBatchGroupsThanTheShaderDecodes) {
+  auto ctx = make_context();
+  GraphBuilder builder("matmul");
+  TracingScope scope(builder);
+  Tensor a = builder.input("a", {DType::f32, {2, 1, 2, 1, 2, 3, 4}});
+  Tensor b = builder.input("b", {DType::f32, {1, 2, 1, 2, 1, 4, 5}});
+  builder.output("c", matmul(a, b));
+  const Graph g = builder.take();
+  try {
+    Program program(ctx, g);
+    ADD_FAILURE() << "a five-group matmul compiled";
+  } catch (const CompileError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("f32[2,1,2,1,2,3,4] x f32[1,2,1,2,1,4,5]"), std::string::npos) << what;
+    EXPECT_NE(what.find("5 batch groups"), std::string::npos) << what;
+  }
+}
+
 TEST_F(VkTest, MatmulMoreTilesThanWorkgroups) {
   // 65600 batches of 1x2 x 2x1: 65600 tiles, above the 65535 groups of one dispatch, so
   // workgroups loop over several tiles. One run, no guards: lavapipe needs seconds for this many
   // workgroups.
   auto ctx = make_context();
   check_matmul(ctx, {{65600, 1, 2}, {65600, 2, 1}}, 23, /*thorough=*/false);
+  // The same with broadcast batches: 2 x 32800 tiles decoded through two groups.
+  check_matmul(ctx, {{2, 1, 1, 2}, {32800, 2, 1}}, 24, /*thorough=*/false);
 }
 
 TEST_F(VkTest, MatmulEmptyReductionGivesZeros) {

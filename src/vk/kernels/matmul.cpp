@@ -1,5 +1,7 @@
-// Launches of the matmul family (shaders/matmul.comp): [..., M, K] x [K, N] with the lhs's leading
-// dims folded into M, or batched [B..., M, K] x [B..., K, N]. One workgroup of 256 invocations per
+// Launches of the matmul family (shaders/matmul.comp), torch.matmul's semantics
+// (src/ir/ops/matmul_layout.h): [..., M, K] x [K, N] (an rhs without batch dims above 1) with the
+// lhs's leading dims folded into M, or one product per output batch, each operand's matrix found
+// through up to kBatchGroups merged batch groups (stride 0 where it broadcasts). One workgroup of 256 invocations per
 // output tile: 128x128 tiles (the fast path) when M and N reach 128 and there are enough of them to
 // occupy the device, else 64x64. The shader decodes (batch, tile row, tile column) from the
 // workgroup id and loops grid-stride when the tiles exceed the executor's 65535 groups.
@@ -28,6 +30,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "ir/ops/matmul_layout.h"
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/vk/error.h"
 #include "vk/kernels/kernels.h"
@@ -66,6 +69,10 @@ constexpr std::int64_t kMaxSliceLoops = 2048;
 constexpr std::uint32_t kFlagVecA = 1;   // rows of A start on vec4 boundaries
 constexpr std::uint32_t kFlagVecBC = 2;  // N % 4 == 0: rows of C (and of an untransposed B) move as vec4
 
+// Batch groups the shaders decode (BATCH_GROUPS in shaders/matmul_common.glsl): batch dims that
+// broadcast differently from their neighbours, after merging. More is refused with a CompileError.
+constexpr std::size_t kBatchGroups = 4;
+
 struct MatmulPush {
   std::uint32_t m = 0;
   std::uint32_t n = 0;
@@ -73,25 +80,29 @@ struct MatmulPush {
   std::uint32_t batches = 0;
   std::uint32_t tiles_m = 0;
   std::uint32_t tiles_n = 0;
-  std::uint32_t a_batch_stride = 0;
-  std::uint32_t b_batch_stride = 0;
   std::uint32_t flags = 0;
   std::uint32_t lda = 0;     // A's stored row stride (K, or M when transposed)
   std::uint32_t ldb = 0;     // B's stored row stride (N, or K when transposed); the shader reads it under B_T only
   std::uint32_t k_last = 0;  // the last batch's K range: K, or a shorter last split
+  // The batch groups, innermost last; unused ones extent 1, strides 0.
+  std::uint32_t batch_extent[kBatchGroups] = {1, 1, 1, 1};
+  std::uint32_t a_stride[kBatchGroups] = {};
+  std::uint32_t b_stride[kBatchGroups] = {};
 };
-static_assert(sizeof(MatmulPush) == 48);
+static_assert(sizeof(MatmulPush) == 88);
 
 constexpr std::uint64_t kSplitSumUnroll = 32;  // = UNROLL in shaders/matmul_split_sum.comp
 
-// The launch's branches. Every dispatch names its tiling first, then its operand layout (2-D rhs:
-// the lhs's leading dims folded into M; batched), its K ranges (one; split_k: even ranges over
+// The launch's branches. Every dispatch names its tiling first, then its operand layout (folded:
+// an rhs without batch dims, the lhs's leading dims folded into M; batched: equal batch dims;
+// broadcast_batches: an operand repeated along a batch dim), its K ranges (one; split_k: even ranges over
 // `splits` batches; ragged_k: the loop-limit ranges with a shorter last one, RAGGED_K), the
 // transposed reads (A_T, B_T) and the vec4 or scalar loads its flags pick.
 const LaunchPath kSmallTiles{"vulkan", "matmul", "small_tiles"};
 const LaunchPath kLargeTiles{"vulkan", "matmul", "large_tiles"};
 const LaunchPath kFolded{"vulkan", "matmul", "folded"};
 const LaunchPath kBatched{"vulkan", "matmul", "batched"};
+const LaunchPath kBroadcastBatches{"vulkan", "matmul", "broadcast_batches"};  // an operand repeats along a batch dim
 const LaunchPath kUnsplit{"vulkan", "matmul", "unsplit"};
 const LaunchPath kSplitK{"vulkan", "matmul", "split_k"};
 const LaunchPath kRaggedK{"vulkan", "matmul", "ragged_k"};
@@ -160,12 +171,20 @@ KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOpe
   }
   const Shape& a = graph.type(node.inputs[0]).shape;
   const Shape& b = graph.type(node.inputs[1]).shape;
-  const std::int64_t k = a.back();
-  const std::int64_t n = b.back();
-  const bool batched = b.size() > 2;
-  // Rows: with a 2-D rhs every leading lhs dim folds into M (computed from the shape, so K = 0 works).
-  const std::int64_t m = batched ? a[a.size() - 2] : num_elements(Shape(a.begin(), a.end() - 1));
-  const std::int64_t batches = batched ? num_elements(Shape(a.begin(), a.end() - 2)) : 1;
+  // Rows: with an rhs without batch dims every leading lhs dim folds into M (counted from the
+  // shape, so K = 0 works).
+  const MatmulLayout layout = matmul_layout(a, b);
+  const std::int64_t m = layout.m;
+  const std::int64_t k = layout.k;
+  const std::int64_t n = layout.n;
+  const std::int64_t batches = layout.batches;
+  const bool batched = !layout.folded;
+  if (layout.groups.size() > kBatchGroups) {
+    throw CompileError("Vulkan kernel for 'matmul': operands " + graph.type(node.inputs[0]).to_string() + " x " +
+                       graph.type(node.inputs[1]).to_string() + " need " + std::to_string(layout.groups.size()) +
+                       " batch groups after merging dims that broadcast alike, above the " +
+                       std::to_string(kBatchGroups) + " the shader supports");
+  }
 
   const std::int64_t largest = std::max({num_elements(a), num_elements(b), batches * m * n, m, n, k});
   if (largest > std::numeric_limits<std::uint32_t>::max()) {
@@ -202,18 +221,31 @@ KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOpe
   push.batches = static_cast<std::uint32_t>(splits > 1 ? splits : batches);
   push.tiles_m = static_cast<std::uint32_t>((m + tile - 1) / tile);
   push.tiles_n = static_cast<std::uint32_t>((n + tile - 1) / tile);
-  // A split's K range starts k_range columns further along a stored row, or k_range stored rows
-  // further down a transposed operand.
-  push.a_batch_stride = static_cast<std::uint32_t>(splits > 1 ? (lhs.transposed ? k_range * m : k_range) : m * k);
-  push.b_batch_stride = splits > 1 ? static_cast<std::uint32_t>(rhs.transposed ? k_range : k_range * n)
-                        : batched  ? static_cast<std::uint32_t>(k * n)
-                                   : 0u;
+  if (splits > 1) {
+    // The K ranges are the batches: a split's range starts k_range columns further along a stored
+    // row, or k_range stored rows further down a transposed operand.
+    push.batch_extent[kBatchGroups - 1] = static_cast<std::uint32_t>(splits);
+    push.a_stride[kBatchGroups - 1] = static_cast<std::uint32_t>(lhs.transposed ? k_range * m : k_range);
+    push.b_stride[kBatchGroups - 1] = static_cast<std::uint32_t>(rhs.transposed ? k_range : k_range * n);
+  } else {
+    // Right-aligned. A transposed operand is stored [.., K, M] ([.., N, K]): its matrices are as
+    // far apart as the logical ones.
+    const std::size_t first = kBatchGroups - layout.groups.size();
+    for (std::size_t g = 0; g < layout.groups.size(); ++g) {
+      push.batch_extent[first + g] = static_cast<std::uint32_t>(layout.groups[g].extent);
+      push.a_stride[first + g] = static_cast<std::uint32_t>(layout.groups[g].lhs_stride);
+      push.b_stride[first + g] = static_cast<std::uint32_t>(layout.groups[g].rhs_stride);
+    }
+  }
   push.lda = static_cast<std::uint32_t>(lhs.transposed ? m : k);
   push.ldb = static_cast<std::uint32_t>(rhs.transposed ? k : n);
   // vec4 rows (both tilings): every stored row and batch of A (B and C) starts on a vec4 of its
   // binding.
-  const bool vec_a = push.lda % 4 == 0 && push.a_batch_stride % 4 == 0;
-  const bool vec_bt = rhs.transposed && push.ldb % 4 == 0 && push.b_batch_stride % 4 == 0;
+  const auto all_multiples_of_4 = [](const std::uint32_t(&strides)[kBatchGroups]) {
+    return std::all_of(std::begin(strides), std::end(strides), [](std::uint32_t s) { return s % 4 == 0; });
+  };
+  const bool vec_a = push.lda % 4 == 0 && all_multiples_of_4(push.a_stride);
+  const bool vec_bt = rhs.transposed && push.ldb % 4 == 0 && all_multiples_of_4(push.b_stride);
   push.flags = (vec_a ? kFlagVecA : 0u) | (n % 4 == 0 ? kFlagVecBC : 0u);
 
   KernelLaunch launch;
@@ -234,7 +266,10 @@ KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOpe
     if (ragged) launch.specialization.push_back(1u);
   }
 
-  launch.paths = {large ? &kLargeTiles : &kSmallTiles, batched ? &kBatched : &kFolded,
+  launch.paths = {large ? &kLargeTiles : &kSmallTiles,
+                  !batched           ? &kFolded
+                  : layout.broadcast ? &kBroadcastBatches
+                                     : &kBatched,
                   k == 0       ? &kZeroK
                   : ragged     ? &kRaggedK
                   : splits > 1 ? &kSplitK
@@ -267,9 +302,10 @@ KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOpe
 }
 
 bool matmul_can_read_transposed(const Graph& graph, const Node& node, std::size_t operand) {
-  // A 2-D rhs folds the lhs's leading dims into M: rows of a transposed [..., K, M] lhs would then
-  // not be evenly strided, unless there are none.
-  return operand == 1 || graph.type(node.inputs[1]).shape.size() > 2 || graph.type(node.inputs[0]).shape.size() == 2;
+  // An rhs without batch dims folds the lhs's leading dims into M: rows of a transposed [..., K, M]
+  // lhs would then not be evenly strided, unless there are none.
+  const Shape& a = graph.type(node.inputs[0]).shape;
+  return operand == 1 || a.size() == 2 || !matmul_layout(a, graph.type(node.inputs[1]).shape).folded;
 }
 
 namespace {
