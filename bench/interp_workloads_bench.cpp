@@ -72,7 +72,7 @@ std::shared_ptr<Workload> softmax_workload(std::int64_t rows, std::int64_t cols)
   return w;
 }
 
-constexpr InterpOptions kOptions{.compute = ComputeType::f32};
+const InterpOptions kOptions{.compute = ComputeType::f32};
 
 // Builds the workload on first use (a filtered-out one costs no memory) and runs it once untimed:
 // Google Benchmark 1.7.1 has no warm-up option, and a first call that takes longer than the minimum

@@ -86,8 +86,8 @@ std::string describe_mismatch(const char* what, std::size_t index, double got, d
 // W3: 512 sampled entries of C (the four corners first: tile edges) against dot products in double,
 // within the matmul tolerance class relative to the largest |C| sampled, as the vk tests allow.
 std::string check_matmul(const TensorMap& inputs, const HostTensor& out) {
-  const std::vector<double>& a = inputs.at("a").values;
-  const std::vector<double>& b = inputs.at("b").values;
+  const auto a = inputs.at("a").to_f64();
+  const auto b = inputs.at("b").to_f64();
   const auto n = static_cast<std::size_t>(inputs.at("a").type.shape[0]);
   std::mt19937 rng(7);
   std::uniform_int_distribution<std::size_t> pick(0, n - 1);
@@ -106,7 +106,7 @@ std::string check_matmul(const TensorMap& inputs, const HostTensor& out) {
   const double allowed = 4.0 * std::numeric_limits<float>::epsilon() *
                          tolerance_ulps(ToleranceClass::matmul, static_cast<std::int64_t>(n)) * scale;
   for (std::size_t s = 0; s < at.size(); ++s) {
-    const double got = out.values[at[s]];
+    const double got = out.at(at[s]);
     if (!(std::fabs(got - want[s]) <= allowed)) return describe_mismatch("matmul", at[s], got, want[s], allowed);
   }
   return "";
@@ -114,11 +114,11 @@ std::string check_matmul(const TensorMap& inputs, const HostTensor& out) {
 
 // W4: every element, exactly (an f32 add is correctly rounded).
 std::string check_add(const TensorMap& inputs, const HostTensor& out) {
-  const std::vector<double>& a = inputs.at("a").values;
-  const std::vector<double>& b = inputs.at("b").values;
-  for (std::size_t i = 0; i < out.values.size(); ++i) {
+  const auto a = inputs.at("a").to_f64();
+  const auto b = inputs.at("b").to_f64();
+  for (std::size_t i = 0; i < out.size(); ++i) {
     const double want = static_cast<float>(static_cast<float>(a[i]) + static_cast<float>(b[i]));
-    if (out.values[i] != want) return describe_mismatch("add", i, out.values[i], want, 0.0);
+    if (out.at(i) != want) return describe_mismatch("add", i, out.at(i), want, 0.0);
   }
   return "";
 }
@@ -130,17 +130,19 @@ std::string check_softmax(const TensorMap& inputs, const HostTensor& out) {
   const auto rows = static_cast<std::size_t>(x.type.shape[0]);
   const auto cols = static_cast<std::size_t>(x.type.shape[1]);
   std::mt19937 rng(9);
+  const std::vector<double> x_values = x.to_f64();
   std::uniform_int_distribution<std::size_t> pick(0, rows - 1);
   for (int s = 0; s < 64; ++s) {
     const std::size_t r = s == 0 ? 0 : (s == 1 ? rows - 1 : pick(rng));
-    const double* row = x.values.data() + r * cols;
+    const std::vector<double> row(x_values.begin() + static_cast<std::ptrdiff_t>(r * cols),
+                                  x_values.begin() + static_cast<std::ptrdiff_t>((r + 1) * cols));
     double m = -std::numeric_limits<double>::infinity();
     for (std::size_t c = 0; c < cols; ++c) m = std::max(m, row[c]);
     double total = 0;
     for (std::size_t c = 0; c < cols; ++c) total += std::exp(row[c] - m);
     for (std::size_t c = 0; c < cols; ++c) {
       const double want = std::exp(row[c] - m) / total;
-      const double got = out.values[r * cols + c];
+      const double got = out.at(r * cols + c);
       const double allowed = 1e-5 * want;
       if (!(std::fabs(got - want) <= allowed)) return describe_mismatch("softmax", r * cols + c, got, want, allowed);
     }

@@ -230,9 +230,9 @@ void check_run(const Graph& graph, const InterpResult& result) {
     const auto it = result.outputs.find(out.name);
     if (it == result.outputs.end()) throw FuzzBug("the interpreter returned no output '" + out.name + "'");
     const TensorType& type = graph.type(out.value);
-    if (it->second.type != type || static_cast<std::int64_t>(it->second.values.size()) != type.size()) {
+    if (it->second.type != type || static_cast<std::int64_t>(it->second.size()) != type.size()) {
       throw FuzzBug("the interpreter's output '" + out.name + "' is " + it->second.type.to_string() + " with " +
-                    std::to_string(it->second.values.size()) + " values; the graph says " + type.to_string());
+                    std::to_string(it->second.size()) + " values; the graph says " + type.to_string());
     }
   }
 }

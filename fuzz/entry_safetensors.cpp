@@ -20,9 +20,9 @@ bool same_value(double a, double b) { return a == b || (std::isnan(a) && std::is
 
 void check_consistent(const SafetensorsFile& file) {
   for (const auto& [name, tensor] : file.tensors) {
-    if (static_cast<std::int64_t>(tensor.values.size()) != tensor.type.size()) {
+    if (static_cast<std::int64_t>(tensor.size()) != tensor.type.size()) {
       throw FuzzBug("decoded tensor '" + name + "' of type " + tensor.type.to_string() + " holds " +
-                    std::to_string(tensor.values.size()) + " values");
+                    std::to_string(tensor.size()) + " values");
     }
     if (!file.stored_dtypes.contains(name)) throw FuzzBug("decoded tensor '" + name + "' has no stored dtype");
   }
@@ -65,8 +65,8 @@ int fuzz_safetensors(const std::uint8_t* data, std::size_t size) {
       throw FuzzBug("tensor '" + name + "' changed type in encode -> decode: " + tensor.type.to_string() + " -> " +
                     back.type.to_string());
     }
-    for (std::size_t i = 0; i < tensor.values.size(); ++i) {
-      if (!same_value(back.values[i], stored_value(tensor.type.dtype, tensor.values[i]))) {
+    for (std::size_t i = 0; i < tensor.size(); ++i) {
+      if (!same_value(back.at(i), stored_value(tensor.type.dtype, tensor.at(i)))) {
         throw FuzzBug("tensor '" + name + "' element " + std::to_string(i) + " changed in encode -> decode");
       }
     }

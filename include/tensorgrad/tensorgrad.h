@@ -17,6 +17,7 @@
 #include "tensorgrad/passes/autodiff.h"
 #include "tensorgrad/passes/optimizer.h"
 #include "tensorgrad/runtime/session.h"
+#include "tensorgrad/runtime/tolerance.h"
 #include "tensorgrad/train/capture.h"
 #include "tensorgrad/train/init.h"
 #include "tensorgrad/train/module.h"

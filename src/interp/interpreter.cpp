@@ -3,9 +3,13 @@
 // to keep every value.
 #include "tensorgrad/interp/interpreter.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <type_traits>
+#include <utility>
 
 #include "kernel.h"
 #include "tensorgrad/ir/error.h"
@@ -14,27 +18,66 @@ namespace tg {
 
 namespace {
 
+// Uninitialized room for n elements of U (the kernel writes every one; InterpOptions::check_coverage
+// verifies that).
+template <class U>
+std::pair<std::shared_ptr<const void>, std::span<U>> allocate(std::size_t n) {
+  std::shared_ptr<U[]> owner = std::make_shared_for_overwrite<U[]>(std::max<std::size_t>(n, 1));
+  U* p = owner.get();
+  return {std::move(owner), std::span<U>(p, n)};
+}
+
+// An input's elements as the kernels read them. Stored as the kernels compute (f32 elements in
+// f32 mode, i32 elements) they are read in place, views included; otherwise converted here: the
+// oracle widens f32 inputs, f32 mode rounds wide ones.
 template <class T>
 interp::Buffer<T> to_buffer(const HostTensor& t) {
   interp::Buffer<T> b;
+  const auto n = static_cast<std::size_t>(t.size());
   if (is_float(t.type.dtype)) {
-    b.real.assign(t.values.begin(), t.values.end());  // rounds to T: f32 mode sees f32 inputs
-  } else {
-    b.ints.resize(t.values.size());
-    for (std::size_t i = 0; i < t.values.size(); ++i) b.ints[i] = static_cast<std::int32_t>(t.values[i]);
+    constexpr HostStorage kSame = std::is_same_v<T, float> ? HostStorage::f32 : HostStorage::f64;
+    if (t.storage() == kSame) {
+      b.owner = t.owner();
+      b.real = std::span<T>(const_cast<T*>(static_cast<const T*>(t.raw_data())), n);
+      return b;
+    }
+    auto [owner, real] = allocate<T>(n);
+    if (t.storage() == HostStorage::f32) {
+      std::ranges::copy(t.f32_data(), real.begin());
+    } else {
+      std::ranges::transform(t.f64_data(), real.begin(), [](double v) { return static_cast<T>(v); });
+    }
+    b.owner = std::move(owner);
+    b.real = real;
+    return b;
   }
+  if (t.storage() == HostStorage::i32) {
+    b.owner = t.owner();
+    b.ints = std::span<std::int32_t>(const_cast<std::int32_t*>(t.i32_data().data()), n);
+    return b;
+  }
+  auto [owner, ints] = allocate<std::int32_t>(n);
+  for (std::size_t i = 0; i < n; ++i) ints[i] = static_cast<std::int32_t>(t.at(static_cast<std::int64_t>(i)));
+  b.owner = std::move(owner);
+  b.ints = ints;
   return b;
 }
 
+// A value handed to the caller: the buffer itself when it has an owner (a view of caller memory is
+// copied, so no result outlives the caller's memory); bool values narrowed to bytes.
 template <class T>
 HostTensor to_host(const TensorType& type, const interp::Buffer<T>& b) {
-  HostTensor t{type, {}};
-  if (is_float(type.dtype)) {
-    t.values.assign(b.real.begin(), b.real.end());
-  } else {
-    t.values.assign(b.ints.begin(), b.ints.end());
+  if (type.dtype == DType::boolean) {
+    std::vector<bool> bits(b.ints.begin(), b.ints.end());
+    return HostTensor::boolean(type.shape, bits);
   }
-  return t;
+  if (is_float(type.dtype)) {
+    if (!b.owner) return HostTensor::f32(type.shape, std::vector<float>(b.real.begin(), b.real.end()));
+    return HostTensor::adopt(type, std::is_same_v<T, float> ? HostStorage::f32 : HostStorage::f64, b.owner,
+                             b.real.data());
+  }
+  if (!b.owner) return HostTensor::i32(type.shape, std::vector<std::int32_t>(b.ints.begin(), b.ints.end()));
+  return HostTensor::adopt(type, HostStorage::i32, b.owner, b.ints.data());
 }
 
 constexpr std::int32_t kIntSentinel = std::numeric_limits<std::int32_t>::min();
@@ -89,9 +132,14 @@ InterpResult run(const Graph& graph, const TensorMap& inputs, const InterpOption
     auto& out = buffers[static_cast<std::size_t>(node.output)];
     const auto out_size = static_cast<std::size_t>(out_type.size());
     if (is_float(out_type.dtype)) {
-      out.real.assign(out_size, options.check_coverage ? std::numeric_limits<T>::quiet_NaN() : T(0));
+      auto [owner, real] = allocate<T>(out_size);
+      if (options.check_coverage) std::ranges::fill(real, std::numeric_limits<T>::quiet_NaN());
+      out = {std::move(owner), real, {}};
     } else {
-      out.ints.assign(out_size, options.check_coverage ? kIntSentinel : 0);
+      // Integer kernels are not trusted to skip reading what they write: zeroed, or the sentinel.
+      auto [owner, ints] = allocate<std::int32_t>(out_size);
+      std::ranges::fill(ints, options.check_coverage ? kIntSentinel : 0);
+      out = {std::move(owner), {}, ints};
     }
     const auto where = [&] {
       return " (node %" + std::to_string(n) + " " + std::string(op_name(node.op)) + ", created at " +

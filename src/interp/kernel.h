@@ -3,6 +3,7 @@
 // double): f32 values live in Buffer::real as T, i32 and bool values in Buffer::ints.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -11,10 +12,14 @@
 
 namespace tg::interp {
 
+// A value's elements: f32 values as T in `real`, i32 and bool values in `ints`. `owner` keeps them
+// alive; it is null while they are a caller's view (an input HostTensor made with view()), which
+// the interpreter reads without copying.
 template <class T>
 struct Buffer {
-  std::vector<T> real;
-  std::vector<std::int32_t> ints;
+  std::shared_ptr<const void> owner;
+  std::span<T> real;
+  std::span<std::int32_t> ints;
 };
 
 template <class T>
@@ -27,8 +32,8 @@ struct KernelCall {
 
   const Attrs& attrs() const { return node.attrs; }
   const TensorType& in_type(std::size_t i) const { return *input_types[i]; }
-  const std::vector<T>& real(std::size_t i) const { return inputs[i]->real; }
-  const std::vector<std::int32_t>& ints(std::size_t i) const { return inputs[i]->ints; }
+  std::span<const T> real(std::size_t i) const { return inputs[i]->real; }
+  std::span<const std::int32_t> ints(std::size_t i) const { return inputs[i]->ints; }
 };
 
 template <class T>

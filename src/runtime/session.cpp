@@ -101,10 +101,10 @@ struct Session::Impl {
   std::optional<std::string> non_finite(const TensorMap& outputs) const {
     if (options.commit_if_finite.empty()) return std::nullopt;
     const HostTensor& t = outputs.at(options.commit_if_finite);
-    for (std::size_t i = 0; i < t.values.size(); ++i) {
-      if (!std::isfinite(t.values[i])) {
-        return "output '" + options.commit_if_finite + "' is " + std::to_string(t.values[i]) +
-               (t.values.size() > 1 ? " at element " + std::to_string(i) : std::string()) +
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      if (!std::isfinite(t.at(i))) {
+        return "output '" + options.commit_if_finite + "' is " + std::to_string(t.at(i)) +
+               (t.size() > 1 ? " at element " + std::to_string(i) : std::string()) +
                ": the run's updates were discarded, params and state are as they were before it";
       }
     }
@@ -126,13 +126,13 @@ struct Session::Impl {
   // Refuses a NaN or Inf in a float param or state value unless the options allow it.
   void check_finite(const GraphInput& in, const HostTensor& value) const {
     if (options.allow_nonfinite_params || !is_float(value.type.dtype)) return;
-    for (std::size_t i = 0; i < value.values.size(); ++i) {
-      if (std::isfinite(value.values[i])) continue;
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      if (std::isfinite(value.at(i))) continue;
       throw RuntimeError(std::string(input_kind_name(in.kind)) + " '" + in.name + "' of graph '" + graph.name() +
                          "' holds " +
-                         std::string(std::isnan(value.values[i]) ? "NaN"
-                                     : value.values[i] > 0       ? "+Inf"
-                                                                 : "-Inf") +
+                         std::string(std::isnan(value.at(i)) ? "NaN"
+                                     : value.at(i) > 0       ? "+Inf"
+                                                             : "-Inf") +
                          " at element " + std::to_string(i) +
                          " (every later run would compute from it; SessionOptions::allow_nonfinite_params accepts "
                          "it)");

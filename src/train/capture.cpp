@@ -54,8 +54,8 @@ std::vector<std::vector<double>> Captures::per_head(std::string_view name, std::
     auto& dst = out[static_cast<std::size_t>(h)];
     dst.reserve(static_cast<std::size_t>(split.outer * split.inner));
     for (std::int64_t o = 0; o < split.outer; ++o) {
-      const auto begin = t.values.begin() + (o * split.length + h) * split.inner;
-      dst.insert(dst.end(), begin, begin + split.inner);
+      const auto begin = static_cast<std::size_t>((o * split.length + h) * split.inner);
+      for (std::size_t i = begin; i < begin + static_cast<std::size_t>(split.inner); ++i) dst.push_back(t.at(i));
     }
   }
   return out;

@@ -2,6 +2,7 @@
 #include "tensorgrad/train/init.h"
 
 #include <cmath>
+#include <span>
 #include <sstream>
 
 #include "interp/parallel.h"
@@ -96,7 +97,7 @@ std::uint64_t stable_name_hash(const std::string &name) {
 // Standard normals for element i: Philox keyed by the 64-bit seed; the counter
 // holds the element index (low words) and the name hash (high words), so every
 // (seed, name, i) is its own draw.
-void fill_normals(std::vector<double> &values, double std_dev, std::uint64_t seed, const std::string &name) {
+void fill_normals(std::span<float> values, double std_dev, std::uint64_t seed, const std::string &name) {
   const philox::Key key{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)};
   const std::uint64_t h = stable_name_hash(name);
   const auto n = static_cast<std::int64_t>(values.size());
@@ -108,9 +109,8 @@ void fill_normals(std::vector<double> &values, double std_dev, std::uint64_t see
                                  static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(h >> 32)},
                                 key);
       const double z = philox::box_muller<double>(words[0], words[1]);
-      // Rounded to float: the param is f32, and the f64 oracle must start from
-      // the same numbers.
-      values[static_cast<std::size_t>(i)] = static_cast<double>(static_cast<float>(std_dev * z));
+      // Rounded to float: the param is f32 (and so is what the f64 oracle starts from).
+      values[static_cast<std::size_t>(i)] = static_cast<float>(std_dev * z);
     }
   });
 }
@@ -133,12 +133,12 @@ HostTensor init_value(const ParamInfo &param, std::uint64_t seed) {
       break;
   }
   HostTensor out = HostTensor::filled(type, 0.0);
-  if (out.values.empty()) return out;
+  if (out.size() == 0) return out;
   const double std_dev =
       spec.kind == InitKind::randn
           ? spec.scale
           : spec.gain / std::sqrt(static_cast<double>(spec.fan_in.value_or(kaiming_fan_in(param.shape))));
-  fill_normals(out.values, std_dev, seed, param.name);
+  fill_normals(out.mutable_f32(), std_dev, seed, param.name);
   return out;
 }
 

@@ -38,7 +38,7 @@ StepResult Training::step(const TensorMap& data) {
   if (!run.ok()) return TrainingResult<double>::failed(run.failure());
   try {
     const TensorMap& outputs = run.outputs();
-    const double loss = outputs.at("loss").values.at(0);
+    const double loss = outputs.at("loss").at(0);
     core.has_grads = true;
     core.steps = number;
     ++core.params_version;

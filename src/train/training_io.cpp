@@ -71,7 +71,7 @@ std::int64_t read_metadata(const std::string& path, const SafetensorsMetadata& m
 // (its square root is taken).
 void check_values(const std::string& path, const TensorMap& tensors, bool allow_nonfinite) {
   for (const auto& [name, tensor] : tensors) {
-    const std::vector<double>& v = tensor.values;
+    const auto v = tensor.to_f64();
     if (!allow_nonfinite) {
       const auto bad = std::find_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); });
       if (bad != v.end()) {

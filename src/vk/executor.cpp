@@ -27,31 +27,39 @@ bool has_kernel(OpId op) {
 
 namespace {
 
-std::uint32_t to_word(double value, DType dtype) {
-  return is_float(dtype) ? std::bit_cast<std::uint32_t>(static_cast<float>(value))
-                         : static_cast<std::uint32_t>(static_cast<std::int32_t>(value));
-}
-
-double from_word(std::uint32_t word, DType dtype) {
-  return is_float(dtype) ? static_cast<double>(std::bit_cast<float>(word))
-                         : static_cast<double>(static_cast<std::int32_t>(word));
-}
-
+// A host tensor's elements as the device's 32-bit words: f32 and i32 storage copied as they are,
+// bool bytes widened, wide (f64) elements rounded to float or converted to int32.
 void write_words(const HostTensor& t, std::byte* dst) {
-  for (std::size_t e = 0; e < t.values.size(); ++e) {
-    const std::uint32_t word = to_word(t.values[e], t.type.dtype);
+  switch (t.storage()) {
+    case HostStorage::f32:
+    case HostStorage::i32:
+      if (t.size() > 0) std::memcpy(dst, t.raw_data(), 4 * t.size());
+      return;
+    case HostStorage::u8:
+    case HostStorage::f64:
+      break;
+  }
+  const bool real = is_float(t.type.dtype);
+  for (std::size_t e = 0; e < t.size(); ++e) {
+    const double v = t.at(e);
+    const std::uint32_t word = real ? std::bit_cast<std::uint32_t>(static_cast<float>(v))
+                                    : static_cast<std::uint32_t>(static_cast<std::int32_t>(v));
     std::memcpy(dst + 4 * e, &word, 4);
   }
 }
 
+// Device words as a host tensor in its dtype's own storage.
 HostTensor read_words(const TensorType& type, const std::byte* src) {
-  HostTensor t{type, std::vector<double>(static_cast<std::size_t>(type.size()))};
-  for (std::size_t e = 0; e < t.values.size(); ++e) {
-    std::uint32_t word;
-    std::memcpy(&word, src + 4 * e, 4);
-    t.values[e] = from_word(word, type.dtype);
+  const auto n = static_cast<std::size_t>(type.size());
+  if (type.dtype == DType::f32) {
+    std::vector<float> values(n);
+    if (n > 0) std::memcpy(values.data(), src, 4 * n);
+    return HostTensor::f32(type.shape, std::move(values));
   }
-  return t;
+  std::vector<std::int32_t> words(n);
+  if (n > 0) std::memcpy(words.data(), src, 4 * n);
+  if (type.dtype == DType::i32) return HostTensor::i32(type.shape, std::move(words));
+  return HostTensor::boolean(type.shape, std::vector<bool>(words.begin(), words.end()));
 }
 
 }  // namespace
@@ -112,8 +120,8 @@ struct Program::Impl {
     TensorMap one;
     one.emplace(std::string(name), value);
     validate_inputs(graph, one, [](const GraphInput&) { return false; });
-    if (value.values.empty()) return;
-    std::vector<std::byte> bytes(value.values.size() * 4);
+    if (value.size() == 0) return;
+    std::vector<std::byte> bytes(value.size() * 4);
     write_words(value, bytes.data());
     upload(recorded.blocks[slot(*id).block], bytes, slot(*id).offset);
   }

@@ -39,7 +39,7 @@ std::string format_number(double v) {
 double max_magnitude(const std::vector<const HostTensor*>& tensors) {
   double m = 0;
   for (const HostTensor* t : tensors)
-    for (double v : t->values)
+    for (const double v : t->to_f64())
       if (std::isfinite(v)) m = std::max(m, std::fabs(v));
   return m;
 }
@@ -58,8 +58,8 @@ std::optional<std::string> compare_tensors(const HostTensor& expected, const Hos
   std::size_t bad = 0;
   std::size_t worst = 0;
   double worst_distance = -1;
-  for (std::size_t i = 0; i < expected.values.size(); ++i) {
-    const double d = distance(expected.values[i], got.values[i]);
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const double d = distance(expected.at(i), got.at(i));
     if (exact ? d == 0 : d <= tolerance) continue;
     ++bad;
     if (d > worst_distance) {
@@ -68,9 +68,9 @@ std::optional<std::string> compare_tensors(const HostTensor& expected, const Hos
     }
   }
   if (bad == 0) return std::nullopt;
-  return std::to_string(bad) + " of " + std::to_string(expected.values.size()) + " elements differ; worst at [" +
+  return std::to_string(bad) + " of " + std::to_string(expected.size()) + " elements differ; worst at [" +
          std::to_string(worst) + "] = index " + multi_index(expected.type.shape, worst) + ": expected " +
-         format_number(expected.values[worst]) + ", got " + format_number(got.values[worst]) + " (difference " +
+         format_number(expected.at(worst)) + ", got " + format_number(got.at(worst)) + " (difference " +
          format_number(worst_distance) + ", tolerance " + (exact ? std::string("exact") : format_number(tolerance)) +
          ")";
 }

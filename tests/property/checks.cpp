@@ -20,7 +20,7 @@ InterpResult run(const Graph& g, const TensorMap& inputs, ComputeType compute, b
 double max_abs(const std::vector<HostTensor>& tensors) {
   double m = 0;
   for (const auto& t : tensors)
-    for (double v : t.values) m = std::max(m, std::fabs(v));
+    for (double v : t.to_f64()) m = std::max(m, std::fabs(v));
   return m;
 }
 
@@ -65,7 +65,7 @@ std::vector<std::string> differentiable_inputs(const GraphCase& c) {
 }
 
 double loss_at(const Graph& g, const TensorMap& inputs) {
-  return run(g, inputs, ComputeType::f64).outputs.at("loss").values.at(0);
+  return run(g, inputs, ComputeType::f64).outputs.at("loss").at(0);
 }
 
 }  // namespace
@@ -77,9 +77,9 @@ std::optional<std::string> check_f32_matches_f64(const GraphCase& c) {
   const double tol = graph_tolerance(c.graph) * scale;
   for (const auto& [name, expected] : oracle.outputs) {
     const HostTensor& got = fast.outputs.at(name);
-    for (std::size_t i = 0; i < expected.values.size(); ++i) {
-      const double d = expected.values[i];
-      const double f = got.values[i];
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      const double d = expected.at(i);
+      const double f = got.at(i);
       const bool ok = is_float(expected.type.dtype) ? std::fabs(f - d) <= tol : f == d;
       if (!ok) {
         return "output " + name + "[" + std::to_string(i) + "]: f32 gives " + fmt(f) + ", the f64 oracle " + fmt(d) +
@@ -99,7 +99,7 @@ std::optional<std::string> check_same_bits_any_thread_count(const GraphCase& c) 
       one = run(c.graph, c.inputs, compute, true);
     }
     for (std::size_t v = 0; v < many.values.size(); ++v) {
-      if (many.values[v].values != one.values[v].values) {
+      if (many.values[v] != one.values[v]) {
         return "value %" + std::to_string(v) + " differs between 1 thread and all threads (" +
                (compute == ComputeType::f64 ? "f64" : "f32") + ")";
       }
@@ -150,12 +150,12 @@ std::optional<std::string> check_directional_gradient(const GraphCase& c, std::u
   double magnitude = 0;
   for (const auto& name : wrt) {
     const HostTensor& g = grads.at("grad." + name);
-    auto& p = plus.at(name).values;
-    auto& m = minus.at(name).values;
-    for (std::size_t i = 0; i < g.values.size(); ++i) {
+    auto p = plus.at(name).mutable_wide();
+    auto m = minus.at(name).mutable_wide();
+    for (std::size_t i = 0; i < g.size(); ++i) {
       const double direction = rng.uniform(-1, 1);
-      analytic += g.values[i] * direction;
-      magnitude += std::fabs(g.values[i] * direction);
+      analytic += g.at(i) * direction;
+      magnitude += std::fabs(g.at(i) * direction);
       p[i] += h * direction;
       m[i] -= h * direction;
     }
@@ -207,7 +207,7 @@ std::optional<std::string> check_full_jacobian(const GraphCase& c) {
   // rows[j][name] = d y_j / d name, by autodiff with a one-hot cotangent on y_j.
   std::vector<TensorMap> rows;
   for (std::size_t j = 0; j < n_out; ++j) {
-    auto& w = inputs.at("w").values;
+    auto w = inputs.at("w").mutable_wide();
     std::fill(w.begin(), w.end(), 0.0);
     w[j] = 1.0;
     rows.push_back(run(grad_graph, inputs, ComputeType::f64).outputs);
@@ -215,17 +215,17 @@ std::optional<std::string> check_full_jacobian(const GraphCase& c) {
   const double y_scale = std::max(1.0, max_abs({run(c.graph, c.inputs, ComputeType::f64).outputs.at("y")}));
   constexpr double h = 1e-6;
   for (const auto& name : wrt) {
-    const auto n_in = c.inputs.at(name).values.size();
+    const auto n_in = c.inputs.at(name).size();
     for (std::size_t e = 0; e < n_in; ++e) {
       TensorMap plus = c.inputs;
       TensorMap minus = c.inputs;
-      plus.at(name).values[e] += h;
-      minus.at(name).values[e] -= h;
-      const auto yp = run(c.graph, plus, ComputeType::f64).outputs.at("y").values;
-      const auto ym = run(c.graph, minus, ComputeType::f64).outputs.at("y").values;
+      plus.at(name).mutable_wide()[e] += h;
+      minus.at(name).mutable_wide()[e] -= h;
+      const auto yp = run(c.graph, plus, ComputeType::f64).outputs.at("y").to_f64();
+      const auto ym = run(c.graph, minus, ComputeType::f64).outputs.at("y").to_f64();
       for (std::size_t j = 0; j < n_out; ++j) {
         const double numeric = (yp[j] - ym[j]) / (2 * h);
-        const double analytic = rows[j].at("grad." + name).values[e];
+        const double analytic = rows[j].at("grad." + name).at(e);
         const double tol = 1e-6 * (1 + std::fabs(analytic)) + 64 * kF64Epsilon * y_scale / h;
         if (std::fabs(numeric - analytic) > tol) {
           return "Jacobian entry d y[" + std::to_string(j) + "] / d " + name + "[" + std::to_string(e) +

@@ -30,7 +30,8 @@ double round_to_dtype(double v, DType dtype) {
 // near 10^4), and never feed a float input without being drawn again; only floats are bounded.
 bool well_behaved(const HostTensor& t) {
   if (!is_float(t.type.dtype)) return true;
-  return std::all_of(t.values.begin(), t.values.end(),
+  const std::vector<double> values = t.to_f64();
+  return std::all_of(values.begin(), values.end(),
                      [](double v) { return std::isfinite(v) && std::fabs(v) <= kMaxMagnitude; });
 }
 
@@ -130,7 +131,7 @@ class Builder {
     if (!pool_.empty() && def.arity != 0 && rng.coin(0.7)) {
       const auto pick = static_cast<std::size_t>(rng.uniform_int(0, static_cast<std::int64_t>(pool_.size()) - 1));
       sample = def.samples(rng, pool_[pick].tensor.type());
-      if (sample && sample->domains.at(0).accepts(pool_[pick].value.values)) {
+      if (sample && sample->domains.at(0).accepts(pool_[pick].value.to_f64())) {
         first = pick;
       } else {
         sample.reset();
@@ -151,7 +152,7 @@ class Builder {
     for (std::size_t i = first ? 1 : 0; i < n; ++i) {
       if (!rng.coin(0.5)) continue;
       for (std::size_t p = 0; p < pool_.size(); ++p) {
-        if (pool_[p].tensor.type() == sample->inputs[i] && sample->domains[i].accepts(pool_[p].value.values)) {
+        if (pool_[p].tensor.type() == sample->inputs[i] && sample->domains[i].accepts(pool_[p].value.to_f64())) {
           reused[i] = p;
           break;
         }
@@ -264,7 +265,7 @@ std::string describe_tensor(const std::string& name, const HostTensor& t) {
   std::ostringstream out;
   out.precision(17);
   out << "  %" << name << ": " << t.type.to_string() << " = [";
-  for (std::size_t i = 0; i < t.values.size(); ++i) out << (i ? ", " : "") << t.values[i];
+  for (std::size_t i = 0; i < t.size(); ++i) out << (i ? ", " : "") << t.at(i);
   out << "]\n";
   return out.str();
 }

@@ -39,9 +39,9 @@ TEST_P(LargeMagnitude, F32InterpreterMatchesTheF64OracleForwardAndGradient) {
   double worst_forward = 0, worst_gradient = 0;
   for (const Case& c : all_cases(GetParam())) {
     SCOPED_TRACE(c.label);
-    const auto oracle = interpret(c.forward, c.inputs, {.compute = ComputeType::f64}).outputs.at("y").values;
-    const auto fast = interpret(c.forward, c.inputs, {.compute = ComputeType::f32}).outputs.at("y").values;
-    const auto& x = c.inputs.at("x").values;
+    const auto oracle = interpret(c.forward, c.inputs, {.compute = ComputeType::f64}).outputs.at("y").to_f64();
+    const auto fast = interpret(c.forward, c.inputs, {.compute = ComputeType::f32}).outputs.at("y").to_f64();
+    const auto x = c.inputs.at("x").to_f64();
     const Comparison forward = compare("y", x, oracle, fast, forward_allowed(c, oracle));
     ASSERT_FALSE(forward.failure) << *forward.failure;
     worst_forward = std::max(worst_forward, forward.worst);
@@ -50,10 +50,10 @@ TEST_P(LargeMagnitude, F32InterpreterMatchesTheF64OracleForwardAndGradient) {
     const Graph grad_graph = gradient_graph(c, inputs, 0x9a4d + x.size());
     const auto grad_oracle = interpret(grad_graph, inputs, {.compute = ComputeType::f64}).outputs;
     const auto grad_fast = interpret(grad_graph, inputs, {.compute = ComputeType::f32}).outputs;
-    const auto& y = grad_oracle.at("y").values;
-    const auto& g = grad_oracle.at("grad.x").values;
+    const auto y = grad_oracle.at("y").to_f64();
+    const auto g = grad_oracle.at("grad.x").to_f64();
     const Comparison gradient =
-        compare("grad.x", x, g, grad_fast.at("grad.x").values, gradient_allowed(c, inputs, y, g));
+        compare("grad.x", x, g, grad_fast.at("grad.x").to_f64(), gradient_allowed(c, inputs, y, g));
     ASSERT_FALSE(gradient.failure) << *gradient.failure << "gradient graph:\n"
                                    << print_graph(grad_graph, {.locations = false});
     worst_gradient = std::max(worst_gradient, gradient.worst);
@@ -120,8 +120,8 @@ struct References {
 // sums: softmax p = exp(x - m) / S with S = sum exp(x - m), log_softmax x - m - log S, cross_entropy
 // log S + m - x_t, and the gradients of sum(y * w).
 References references(const Case& c, const TensorMap& inputs) {
-  const auto& x = inputs.at("x").values;
-  const auto& w = inputs.at("w").values;
+  const auto x = inputs.at("x").to_f64();
+  const auto w = inputs.at("w").to_f64();
   References r;
   if (is_unary(c.op)) {
     for (std::size_t i = 0; i < x.size(); ++i) {
@@ -157,7 +157,7 @@ References references(const Case& c, const TensorMap& inputs) {
       } else if (c.op == op::CrossEntropy) {
         const double cot =
             c.reduction == Reduction::none ? w[k] : (c.reduction == Reduction::mean ? w[0] / n_rows : w[0]);
-        const bool target = static_cast<double>(j) == inputs.at("t").values[k];
+        const bool target = static_cast<double>(j) == inputs.at("t").at(k);
         r.grad[i] = {(p - (target ? 1 : 0)) * cot, (p + (target ? 1 : 0)) * std::fabs(cot)};
       } else {
         r.y[i] = {p, 0};
@@ -165,7 +165,7 @@ References references(const Case& c, const TensorMap& inputs) {
       }
     }
     if (c.op == op::CrossEntropy) {
-      const auto t = static_cast<std::size_t>(inputs.at("t").values[k]);
+      const auto t = static_cast<std::size_t>(inputs.at("t").at(k));
       const long double loss = log_s + (s.max - x[row[t]]);
       if (c.reduction == Reduction::none) r.y.push_back({loss, loss + 1});
       total += loss;
@@ -188,10 +188,10 @@ TEST_P(LargeMagnitude, TheF64OracleMatchesALongDoubleReference) {
     const Graph grad_graph = gradient_graph(c, inputs, 7);
     const auto out = interpret(grad_graph, inputs, {.compute = ComputeType::f64}).outputs;
     const References ref = references(c, inputs);
-    const auto& x = inputs.at("x").values;
+    const auto x = inputs.at("x").to_f64();
     int bad = 0;
     for (const auto& [name, want] : {std::pair{"y", &ref.y}, std::pair{"grad.x", &ref.grad}}) {
-      const auto& got = out.at(name).values;
+      const auto got = out.at(name).to_f64();
       ASSERT_EQ(got.size(), want->size()) << name;
       for (std::size_t i = 0; i < got.size() && bad < 5; ++i) {
         if (oracle_agrees(got[i], (*want)[i].value, (*want)[i].terms)) continue;
@@ -214,8 +214,8 @@ TEST_P(LargeMagnitude, F32BitsDoNotDependOnTheThreadCount) {
     tbb::global_control single(tbb::global_control::max_allowed_parallelism, 1);
     const auto one = interpret(grad_graph, inputs, {.compute = ComputeType::f32}).outputs;
     for (const auto& [name, t] : many) {
-      for (std::size_t i = 0; i < t.values.size(); ++i) {
-        const double a = t.values[i], b = one.at(name).values[i];
+      for (std::size_t i = 0; i < t.size(); ++i) {
+        const double a = t.at(i), b = one.at(name).at(i);
         ASSERT_TRUE(a == b || (std::isnan(a) && std::isnan(b))) << name << "[" << i << "]: " << a << " vs " << b;
       }
     }

@@ -29,7 +29,7 @@ std::string tensor_line(const std::string& keyword, const std::string& name, con
   std::string out =
       keyword + " " + name + " " + std::string(dtype_name(t.type.dtype)) + " " + shape_to_string(t.type.shape);
   std::size_t column = out.size();
-  for (double v : t.values) {
+  for (double v : t.to_f64()) {
     const std::string token = is_float(t.type.dtype) ? shortest(v) : std::to_string(static_cast<std::int64_t>(v));
     if (column + 1 + token.size() > kWrapColumns) {
       out += "\n ";

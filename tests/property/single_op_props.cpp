@@ -41,17 +41,16 @@ std::optional<std::string> check_op_tolerance(const GraphCase& c) {
   }
   double scale = 1;
   for (const auto& [name, t] : c.inputs)
-    for (double v : t.values) scale = std::max(scale, std::fabs(v));
-  for (double v : expected.values) scale = std::max(scale, std::fabs(v));
+    for (double v : t.to_f64()) scale = std::max(scale, std::fabs(v));
+  for (double v : expected.to_f64()) scale = std::max(scale, std::fabs(v));
   const double tol = 2 * tolerance_ulps(def.tolerance, n) * std::numeric_limits<float>::epsilon() * scale;
   const HostTensor& got = fast.outputs.at("y");
-  for (std::size_t i = 0; i < expected.values.size(); ++i) {
-    const double err = std::fabs(got.values[i] - expected.values[i]);
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const double err = std::fabs(got.at(i) - expected.at(i));
     if (err > tol) {
-      return "y[" + std::to_string(i) + "]: f32 " + std::to_string(got.values[i]) + " vs f64 " +
-             std::to_string(expected.values[i]) + ", error " + std::to_string(err) + " > allowed " +
-             std::to_string(tol) + " (" + std::string(tolerance_class_name(def.tolerance)) +
-             ", n=" + std::to_string(n) + ")";
+      return "y[" + std::to_string(i) + "]: f32 " + std::to_string(got.at(i)) + " vs f64 " +
+             std::to_string(expected.at(i)) + ", error " + std::to_string(err) + " > allowed " + std::to_string(tol) +
+             " (" + std::string(tolerance_class_name(def.tolerance)) + ", n=" + std::to_string(n) + ")";
     }
   }
   return std::nullopt;

@@ -111,8 +111,8 @@ inline void PrintTo(const BadInputCase& c, std::ostream* os) { *os << c.name << 
 
 inline std::string bits(const HostTensor& t) {
   std::ostringstream out;
-  out << t.type.to_string() << " " << t.values.size() << " values:";
-  for (double v : t.values) out << " " << std::hex << std::bit_cast<std::uint64_t>(v) << std::dec;
+  out << t.type.to_string() << " " << t.size() << " values:";
+  for (double v : t.to_f64()) out << " " << std::hex << std::bit_cast<std::uint64_t>(v) << std::dec;
   return out.str();
 }
 inline std::string bits(const TensorMap& tensors) {

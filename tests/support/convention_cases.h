@@ -269,7 +269,7 @@ inline void expect_conventions(const TensorMap& got, const Case& c, const std::s
   for (const Want& want : c.wants) {
     const auto it = got.find(want.output);
     ASSERT_NE(it, got.end()) << c.id << " on " << backend << ": no output " << want.output;
-    const std::vector<double>& values = it->second.values;
+    const auto values = it->second.to_f64();
     ASSERT_EQ(values.size(), want.values.size()) << c.id << " on " << backend << ": " << want.output;
     int failures = 0;
     for (std::size_t i = 0; i < values.size() && failures < 8; ++i) {

@@ -43,9 +43,9 @@ inline double tolerance(ComputeType compute, double expected) {
 }
 
 inline void expect_values(const HostTensor& got, const std::vector<double>& expected, ComputeType compute) {
-  ASSERT_EQ(got.values.size(), expected.size());
+  ASSERT_EQ(got.size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_NEAR(got.values[i], expected[i], tolerance(compute, expected[i])) << "element " << i;
+    EXPECT_NEAR(got.at(i), expected[i], tolerance(compute, expected[i])) << "element " << i;
   }
 }
 

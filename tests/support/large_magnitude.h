@@ -216,7 +216,7 @@ inline Case make_case(OpId op, Shape shape, SampleRng& rng, std::int64_t axis = 
     }
     for (std::size_t i : rows.masked) x[i] = draw_value(rng);  // must not matter
   }
-  c.inputs.at("x").values = x;
+  c.inputs.at("x") = HostTensor::of(c.inputs.at("x").type, x);
   if (op == op::CrossEntropy) {
     constexpr Reduction kReductions[] = {Reduction::none, Reduction::mean, Reduction::sum};
     c.reduction = kReductions[rng.uniform_int(0, 2)];
@@ -269,7 +269,7 @@ inline std::vector<Case> fixed_cases(OpId op) {
   SampleRng rng(0x1e4);
   if (is_unary(op)) {
     Case c = make_case(op, {static_cast<std::int64_t>(extreme_values().size())}, rng);
-    c.inputs.at("x").values = extreme_values();
+    c.inputs.at("x") = HostTensor::of(c.inputs.at("x").type, extreme_values());
     c.label += " extremes";
     cases.push_back(std::move(c));
     return cases;

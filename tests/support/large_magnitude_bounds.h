@@ -87,7 +87,7 @@ inline double log_sum_abs(long double sum, std::size_t n) {
 
 // The forward bound of c's output "y" (f64 oracle values `want`).
 inline Allowed forward_allowed(const Case& c, const std::vector<double>& want, double tiny_unit = kDenormMin) {
-  const std::vector<double>& x = c.inputs.at("x").values;
+  const auto x = c.inputs.at("x").to_f64();
   Allowed a;
   a.bound.assign(want.size(), 0);
   if (is_unary(c.op)) {
@@ -121,7 +121,7 @@ inline Allowed forward_allowed(const Case& c, const std::vector<double>& want, d
       a.bound[i] = kEps * rel * std::fabs(want[i]) + (product ? 2 + 2 * std::fabs(x[i]) : 2) * tiny_unit;
     }
   } else if (c.op == op::CrossEntropy) {
-    const auto& t = c.inputs.at("t").values;
+    const auto t = c.inputs.at("t").to_f64();
     const Rows rows = rows_of(c);
     double abs_total = 0;
     for (std::size_t r = 0; r < rows.visible.size(); ++r) {
@@ -159,8 +159,8 @@ inline Allowed forward_allowed(const Case& c, const std::vector<double>& want, d
 // oracle's values of the forward output and the gradient.
 inline Allowed gradient_allowed(const Case& c, const TensorMap& inputs, const std::vector<double>& y,
                                 const std::vector<double>& grad, double tiny_unit = kDenormMin) {
-  const std::vector<double>& x = inputs.at("x").values;
-  const std::vector<double>& w = inputs.at("w").values;
+  const auto x = inputs.at("x").to_f64();
+  const auto w = inputs.at("w").to_f64();
   Allowed a;
   a.bound.assign(grad.size(), 0);
   a.overflow_ok.assign(grad.size(), 0);
@@ -213,7 +213,7 @@ inline Allowed gradient_allowed(const Case& c, const TensorMap& inputs, const st
   const Rows rows = rows_of(c);
   if (c.op == op::CrossEntropy) {
     // grad = (softmax(x) - onehot(t)) * c, c the row's cotangent (w, or w / N for a mean).
-    const auto& t = inputs.at("t").values;
+    const auto t = inputs.at("t").to_f64();
     const double n_rows = static_cast<double>(rows.visible.size());
     for (std::size_t r = 0; r < rows.visible.size(); ++r) {
       const auto& row = rows.visible[r];

@@ -151,7 +151,7 @@ inline void expect_runs_and_f32_matches_oracle(OpId id, std::uint64_t seed, int 
       const std::string name = "x" + std::to_string(i);
       xs.push_back(b.input(name, sample->inputs[i]));
       HostTensor value = draw_input(sample->inputs[i], sample->domains[i], rng);
-      for (double v : value.values) scale = std::max(scale, std::fabs(v));
+      for (double v : value.to_f64()) scale = std::max(scale, std::fabs(v));
       feed.emplace(name, std::move(value));
     }
     const TensorType out_type = infer_type(id, sample->attrs, sample->inputs);
@@ -163,10 +163,10 @@ inline void expect_runs_and_f32_matches_oracle(OpId id, std::uint64_t seed, int 
         interpret(graph, feed, {.compute = ComputeType::f32, .check_coverage = true}).outputs.at("y");
     ASSERT_EQ(oracle.type, out_type);
     ASSERT_EQ(f32.type, out_type);
-    for (double v : oracle.values) scale = std::max(scale, std::fabs(v));
+    for (double v : oracle.to_f64()) scale = std::max(scale, std::fabs(v));
     const double bound = 4 * FLT_EPSILON * op_tolerance_ulps(def, *sample, out_type) * scale;
-    for (std::size_t j = 0; j < oracle.values.size(); ++j) {
-      ASSERT_NEAR(f32.values[j], oracle.values[j], bound) << "element " << j;
+    for (std::size_t j = 0; j < oracle.size(); ++j) {
+      ASSERT_NEAR(f32.at(j), oracle.at(j), bound) << "element " << j;
     }
   }
 }
@@ -266,7 +266,7 @@ inline std::size_t expect_grad_matches_finite_differences(OpId id, const OpSampl
   const auto weighted_output = [&](const TensorMap& inputs) {
     const HostTensor out = interpret(graph, inputs).outputs.at("y");
     double total = 0;
-    for (std::size_t j = 0; j < out.values.size(); ++j) total += g_values[j] * out.values[j];
+    for (std::size_t j = 0; j < out.size(); ++j) total += g_values[j] * out.at(j);
     return total;
   };
   constexpr double kStep = 1e-6;
@@ -278,17 +278,17 @@ inline std::size_t expect_grad_matches_finite_differences(OpId id, const OpSampl
     // Sum the cotangent over the axes the input was broadcast along, back to the input's shape.
     std::vector<double> grad(static_cast<std::size_t>(sample.inputs[i].size()), 0.0);
     const interp::BroadcastIndexer index(sample.inputs[i].shape, d.type.shape);
-    for (std::size_t j = 0; j < d.values.size(); ++j) {
-      grad[static_cast<std::size_t>(index(static_cast<std::int64_t>(j)))] += d.values[j];
+    for (std::size_t j = 0; j < d.size(); ++j) {
+      grad[static_cast<std::size_t>(index(static_cast<std::int64_t>(j)))] += d.at(j);
     }
     const std::string name = "x" + std::to_string(i);
     const std::size_t stride = std::max<std::size_t>(1, grad.size() / options.probes);
     for (std::size_t e = 0; e < grad.size(); e += stride) {
       TensorMap moved = feed;
-      const double v = feed.at(name).values[e];
-      moved.at(name).values[e] = v + kStep;
+      const double v = feed.at(name).at(e);
+      moved.at(name).set(e, v + kStep);
       const double up = weighted_output(moved);
-      moved.at(name).values[e] = v - kStep;
+      moved.at(name).set(e, v - kStep);
       const double numeric = (up - weighted_output(moved)) / (2 * kStep);
       EXPECT_NEAR(grad[e], numeric, 1e-6 * (1 + std::fabs(numeric))) << "input " << i << " element " << e;
       ++compared;

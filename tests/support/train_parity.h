@@ -15,6 +15,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -23,7 +24,6 @@
 #include "support/library.h"
 #include "tensorgrad/train/safetensors.h"
 #include "tensorgrad/train/training.h"
-#include "train/json.h"
 
 namespace tg::testing {
 
@@ -36,17 +36,24 @@ inline std::string read_text(const std::filesystem::path& path) {
   return text.str();
 }
 
-inline const json::Value& at(const json::Value& v, const char* key) {
-  const json::Value* member = v.find(key);
+// The member `key` of a golden's object, or null.
+inline const nlohmann::json* find_member(const nlohmann::json& v, const char* key) {
+  const auto it = v.find(key);
+  return it == v.end() ? nullptr : &*it;
+}
+inline const nlohmann::json& at(const nlohmann::json& v, const char* key) {
+  const nlohmann::json* member = find_member(v, key);
   if (!member) throw Error(std::string("golden: no member '") + key + "'");
   return *member;
 }
-inline double number(const json::Value& v) { return std::strtod(v.text.c_str(), nullptr); }
-inline double number(const json::Value& v, const char* key) { return number(at(v, key)); }
-inline std::int64_t integer(const json::Value& v, const char* key) { return static_cast<std::int64_t>(number(v, key)); }
-inline std::vector<double> numbers(const json::Value& v) {
+inline double number(const nlohmann::json& v) { return v.get<double>(); }
+inline double number(const nlohmann::json& v, const char* key) { return number(at(v, key)); }
+inline std::int64_t integer(const nlohmann::json& v, const char* key) {
+  return static_cast<std::int64_t>(number(v, key));
+}
+inline std::vector<double> numbers(const nlohmann::json& v) {
   std::vector<double> out;
-  for (const json::Value& item : v.items) out.push_back(number(item));
+  for (const nlohmann::json& item : v) out.push_back(number(item));
   return out;
 }
 
@@ -71,21 +78,21 @@ constexpr double kF32Ulps = 4.0;
 
 struct TrainGolden {
   std::string name;
-  json::Value doc;
+  nlohmann::json doc;
   TensorMap tensors;  // init.<param>, data.<input> [steps, ...], final64.<param>, final32.<param>
   std::int64_t steps = 0;
 };
 
 inline TrainGolden load_train_golden(const std::filesystem::path& dir, const std::string& name) {
-  TrainGolden g{name, json::parse(read_text(dir / (name + ".json"))), {}, 0};
-  g.tensors = load_safetensors((dir / at(g.doc, "tensors").text).string()).tensors;
+  TrainGolden g{name, nlohmann::json::parse(read_text(dir / (name + ".json"))), {}, 0};
+  g.tensors = load_safetensors((dir / at(g.doc, "tensors").get<std::string>()).string()).tensors;
   g.steps = integer(g.doc, "steps");
   return g;
 }
 
 inline std::vector<std::string> golden_param_names(const TrainGolden& g) {
   std::vector<std::string> names;
-  for (const json::Value& p : at(g.doc, "params").items) names.push_back(at(p, "name").text);
+  for (const nlohmann::json& p : at(g.doc, "params")) names.push_back(at(p, "name").get<std::string>());
   return names;
 }
 
@@ -105,16 +112,17 @@ inline TensorMap golden_batch(const TrainGolden& g, std::int64_t step) {
   for (const auto& [key, all] : g.tensors) {
     if (!key.starts_with("data.")) continue;
     const TensorType type{all.type.dtype, Shape(all.type.shape.begin() + 1, all.type.shape.end())};
-    const auto count = static_cast<std::ptrdiff_t>(all.values.size()) / g.steps;
-    const auto first = all.values.begin() + step * count;
+    const auto count = static_cast<std::ptrdiff_t>(all.size()) / g.steps;
+    const std::vector<double> values = all.to_f64();
+    const auto first = values.begin() + step * count;
     out.emplace(key.substr(5), HostTensor::of(type, std::vector<double>(first, first + count)));
   }
   return out;
 }
 
 inline OptimizerConfig golden_optimizer(const TrainGolden& g) {
-  const json::Value& o = at(g.doc, "optimizer");
-  if (at(o, "kind").text == "adam")
+  const nlohmann::json& o = at(g.doc, "optimizer");
+  if (at(o, "kind").get<std::string>() == "adam")
     return {.kind = AdamConfig{number(o, "beta1"), number(o, "beta2"), number(o, "eps")}};
   return {.kind = AdamWConfig{number(o, "beta1"), number(o, "beta2"), number(o, "eps"), number(o, "weight_decay")}};
 }
@@ -164,7 +172,7 @@ inline Trained train_on_golden(const TrainGolden& g, Backend backend, std::int64
     const examples::Mlp model;
     return train_on_golden<examples::Mlp>(g, model, examples::mlp_loss, backend, steps, std::move(ctx));
   }
-  const json::Value& m = at(g.doc, "model");
+  const nlohmann::json& m = at(g.doc, "model");
   const examples::CharTransformer model(examples::TransformerConfig{
       integer(m, "vocab"), integer(m, "context"), integer(m, "width"), integer(m, "layers"), integer(m, "heads")});
   return train_on_golden<examples::CharTransformer>(g, model, examples::transformer_loss, backend, steps,
@@ -193,9 +201,9 @@ inline double expect_follows_float32(const TrainGolden& g, const Trained& run) {
       ADD_FAILURE() << g.name << ": no final value for param " << name;
       continue;
     }
-    const std::vector<double>& got = it->second.values;
-    const std::vector<double>& final32 = g.tensors.at("final32." + name).values;
-    const double param_drift = max_abs_diff(final32, g.tensors.at("final64." + name).values);
+    const auto got = it->second.to_f64();
+    const auto final32 = g.tensors.at("final32." + name).to_f64();
+    const double param_drift = max_abs_diff(final32, g.tensors.at("final64." + name).to_f64());
     EXPECT_EQ(got.size(), final32.size()) << g.name << " " << name;
     for (std::size_t i = 0; i < std::min(got.size(), final32.size()); ++i) {
       const double bound = kF32DriftFactor * param_drift + ulps(final32[i]);

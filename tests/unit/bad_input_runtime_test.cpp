@@ -52,11 +52,9 @@ HostTensor f32(Shape shape, std::vector<double> values) {
   return HostTensor::of({DType::f32, std::move(shape)}, std::move(values));
 }
 // A tensor whose value count may disagree with its type (HostTensor::of would refuse it).
-HostTensor unchecked(TensorType type, std::vector<double> values) {
-  HostTensor t;
-  t.type = std::move(type);
-  t.values = std::move(values);
-  return t;
+// Wide storage (HostTensor::of): the only kind that can hold an i32 fraction or a bool 2.
+HostTensor wide(TensorType type, std::vector<double> values) {
+  return HostTensor::of(std::move(type), std::move(values));
 }
 HostTensor good_x() { return f32({2, 3}, {0.5, -1, 2, 0.25, 3, -2}); }
 HostTensor good_w() { return f32({3, 2}, {0.1, 0.2, -0.3, 0.4, 0.5, -0.6}); }
@@ -174,22 +172,23 @@ std::vector<BadInputCase> run_input_cases() {
               "input", {"input 'c' expects bool[2,3], got f32[2,3]"}),
       bad_run("too_few_values",
               [](TensorMap& d) {
-                d["x"] = unchecked({DType::f32, {2, 3}}, {1, 2, 3, 4, 5});
+                d["x"] = wide({DType::f32, {5}}, {1, 2, 3, 4, 5});
               },
-              "input", {"input 'x' of type f32[2,3] needs 6 elements, got 5"}),
+              "input", {"input 'x' expects f32[2,3], got f32[5]"}),
       bad_run("too_many_values",
               [](TensorMap& d) {
-                d["x"] = unchecked({DType::f32, {2, 3}}, std::vector<double>(7, 1));
+                d["x"] = wide({DType::f32, {7}}, std::vector<double>(7, 1));
               },
-              "input", {"input 'x' of type f32[2,3] needs 6 elements, got 7"}),
-      bad_run("i32_holds_a_fraction", [](TensorMap& d) { d["idx"].values[1] = 1.5; }, "input",
+              "input", {"input 'x' expects f32[2,3], got f32[7]"}),
+      bad_run("i32_holds_a_fraction", [](TensorMap& d) { d["idx"].mutable_wide()[1] = 1.5; }, "input",
               {"input 'idx' is i32 but holds 1.5"}),
-      bad_run("i32_holds_3e9", [](TensorMap& d) { d["idx"].values[0] = 3e9; }, "input",
+      bad_run("i32_holds_3e9", [](TensorMap& d) { d["idx"].mutable_wide()[0] = 3e9; }, "input",
               {"input 'idx' is i32 but holds 3000000000"}),
-      bad_run("i32_holds_nan", [](TensorMap& d) { d["idx"].values[0] = kNaN; }, "input",
+      bad_run("i32_holds_nan", [](TensorMap& d) { d["idx"].mutable_wide()[0] = kNaN; }, "input",
               {"input 'idx' is i32 but holds nan"}),
-      bad_run("bool_holds_two", [](TensorMap& d) { d["c"].values[4] = 2; }, "input", {"input 'c' is bool but holds 2"}),
-      bad_run("bool_holds_a_half", [](TensorMap& d) { d["c"].values[0] = 0.5; }, "input",
+      bad_run("bool_holds_two", [](TensorMap& d) { d["c"].mutable_wide()[4] = 2; }, "input",
+              {"input 'c' is bool but holds 2"}),
+      bad_run("bool_holds_a_half", [](TensorMap& d) { d["c"].mutable_wide()[0] = 0.5; }, "input",
               {"input 'c' is bool but holds 0.5"}),
       bad_run("param_of_the_wrong_shape",
               [](TensorMap& d) {
@@ -219,16 +218,16 @@ std::vector<BadInputCase> run_state_cases() {
         },
         "input", {"input 'x' expects f32[2,3], got f32[2,2]"}, backend));
     out.push_back(bad_run(
-        "embedding_index_past_the_table" + b, [](TensorMap& d) { d["idx"].values[1] = 7; }, "runtime",
+        "embedding_index_past_the_table" + b, [](TensorMap& d) { d["idx"].set(1, 7); }, "runtime",
         {"embedding", "index 7 is out of range [0, 3) at element 1"}, backend));
     out.push_back(bad_run(
-        "embedding_index_negative" + b, [](TensorMap& d) { d["idx"].values[0] = -1; }, "runtime",
+        "embedding_index_negative" + b, [](TensorMap& d) { d["idx"].set(0, -1); }, "runtime",
         {"embedding", "index -1 is out of range [0, 3) at element 0"}, backend));
     out.push_back(bad_run(
-        "nan_loss" + b, [](TensorMap& d) { d["x"].values[2] = kNaN; }, "nonfinite",
+        "nan_loss" + b, [](TensorMap& d) { d["x"].set(2, kNaN); }, "nonfinite",
         {"output 'loss' is nan", "params and state are as they were before it"}, backend));
     out.push_back(bad_run(
-        "infinite_loss" + b, [](TensorMap& d) { d["x"].values[0] = kInf; }, "nonfinite",
+        "infinite_loss" + b, [](TensorMap& d) { d["x"].set(0, kInf); }, "nonfinite",
         {"output 'loss' is", "the run's updates were discarded"}, backend));
   }
   return out;
@@ -254,9 +253,9 @@ std::vector<BadInputCase> param_cases() {
                                      {"input 'w' expects f32[3,2], got i32[3,2]"}),
       bad_session_call<RuntimeError>("set_param_wrong_count",
                                      [](Session& s) {
-                                       s.set_param("w", unchecked({DType::f32, {3, 2}}, {1, 2}));
+                                       s.set_param("w", wide({DType::f32, {2}}, {1, 2}));
                                      },
-                                     {"input 'w' of type f32[3,2] needs 6 elements, got 2"}),
+                                     {"input 'w' expects f32[3,2], got f32[2]"}),
       bad_session_call<RuntimeError>("set_state_wrong_rank", [](Session& s) { s.set_param("steps", f32({1}, {1})); },
                                      {"input 'steps' expects f32[], got f32[1]"}),
       bad_session_call<RuntimeError>("set_param_nan",

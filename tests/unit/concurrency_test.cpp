@@ -82,12 +82,12 @@ TEST_P(ConcurrencyOnInterpreter, SessionRunsFromManyThreadsEqualTheSerialRuns) {
   // Serially: the loss of every run, and w after every run (index k: after k runs).
   Session serial = sgd_session(GetParam());
   std::multiset<double> serial_losses;
-  std::vector<std::vector<double>> serial_w{serial.param("w").values};
+  std::vector<std::vector<double>> serial_w{serial.param("w").to_f64()};
   for (int i = 0; i < kRuns; ++i) {
     const RunResult r = serial.run(sgd_data());
     ASSERT_TRUE(r.ok()) << r.failure().message;
-    serial_losses.insert(r.output("loss").values[0]);
-    serial_w.push_back(serial.param("w").values);
+    serial_losses.insert(r.output("loss").at(0));
+    serial_w.push_back(serial.param("w").to_f64());
   }
   // The same runs from kThreads threads, while each thread also reads w and the unset params.
   Session shared = sgd_session(GetParam());
@@ -97,18 +97,18 @@ TEST_P(ConcurrencyOnInterpreter, SessionRunsFromManyThreadsEqualTheSerialRuns) {
   run_on_threads([&](int) {
     for (int i = 0; i < kCallsPerThread; ++i) {
       const RunResult r = shared.run(sgd_data());
-      const std::vector<double> w = shared.param("w").values;
+      const std::vector<double> w = shared.param("w").to_f64();
       const bool all_set = shared.unset_params().empty();
       const std::lock_guard lock(seen_mutex);
       EXPECT_TRUE(r.ok()) << r.failure().message;
       EXPECT_TRUE(all_set);
-      if (r.ok()) losses.insert(r.output("loss").values[0]);
+      if (r.ok()) losses.insert(r.output("loss").at(0));
       seen_w.push_back(w);
     }
   });
   EXPECT_EQ(losses, serial_losses) << "each run's loss is one of the serial runs' losses, each once";
-  EXPECT_EQ(shared.param("w").values, serial_w.back());
-  EXPECT_EQ(shared.param("steps").values[0], kRuns);
+  EXPECT_EQ(shared.param("w").to_f64(), serial_w.back());
+  EXPECT_EQ(shared.param("steps").at(0), kRuns);
   for (const std::vector<double>& w : seen_w) {
     EXPECT_NE(std::find(serial_w.begin(), serial_w.end(), w), serial_w.end())
         << "param() read a w that no number of serial runs produces";
@@ -122,7 +122,7 @@ TEST_P(ConcurrencyOnInterpreter, SessionSetParamIsNeverSeenHalfWritten) {
     const float v = static_cast<float>(t + 1);
     for (int i = 0; i < kCallsPerThread; ++i) {
       s.set_param("w", HostTensor::f32({4}, {v, v, v, v}));
-      const std::vector<double> w = s.param("w").values;
+      const std::vector<double> w = s.param("w").to_f64();
       EXPECT_TRUE(std::all_of(w.begin(), w.end(), [&](double e) { return e == w[0]; })) << "w mixes two writes";
       EXPECT_TRUE(w[0] >= 1 && w[0] <= kThreads) << w[0];
     }
@@ -176,12 +176,12 @@ TEST_P(ConcurrencyOnInterpreter, TrainingStepsAndForwardsFromManyThreadsEqualThe
   Training serial = compile_lin(model, GetParam());
   Forward serial_forward = serial.attach(forward_spec());
   std::multiset<double> serial_losses;
-  std::vector<std::vector<double>> serial_outputs{serial_forward.run(probe()).output().values};
+  std::vector<std::vector<double>> serial_outputs{serial_forward.run(probe()).output().to_f64()};
   for (int i = 0; i < kSteps; ++i) {
     const StepResult r = serial.step(batch());
     ASSERT_TRUE(r.ok()) << r.failure().message;
     serial_losses.insert(r.loss());
-    serial_outputs.push_back(serial_forward.run(probe()).output().values);
+    serial_outputs.push_back(serial_forward.run(probe()).output().to_f64());
   }
   // Half the threads step, the other half run forwards (two forwards, one per batch size, and
   // download the params) while the steps go on.
@@ -204,13 +204,13 @@ TEST_P(ConcurrencyOnInterpreter, TrainingStepsAndForwardsFromManyThreadsEqualThe
         const std::lock_guard lock(seen_mutex);
         EXPECT_TRUE(r.ok() && other.ok());
         EXPECT_EQ(params.size(), 2u);
-        if (r.ok()) outputs.push_back(r.output().values);
+        if (r.ok()) outputs.push_back(r.output().to_f64());
       }
     }
   });
   EXPECT_EQ(train.steps(), kSteps);
   EXPECT_EQ(losses, serial_losses) << "each step's loss is one of the serial steps' losses, each once";
-  EXPECT_EQ(forward.run(probe()).output().values, serial_outputs.back());
+  EXPECT_EQ(forward.run(probe()).output().to_f64(), serial_outputs.back());
   EXPECT_EQ(train.download_param_tensors(), serial.download_param_tensors());
   EXPECT_EQ(forward.cached_shapes(), 2u);
   for (const std::vector<double>& out : outputs) {

@@ -97,11 +97,11 @@ TEST(ElementwiseBinary, ScalarOperandsOnEitherSide) {
     const HostTensor floor = run(
         {{"x", in}}, [](auto& v) { return tg::maximum(v[0], 0.5); }, compute);
     for (std::size_t i = 0; i < x.size(); ++i) {
-      EXPECT_EQ(times.values[i], x[i] * 2.0);
-      EXPECT_EQ(minus.values[i], 2.0 - x[i]);
-      EXPECT_EQ(plus.values[i], 1.0 + x[i]);
-      EXPECT_NEAR(over.values[i], 3.0 / x[i], tolerance(compute, 3.0 / x[i]));
-      EXPECT_EQ(floor.values[i], std::fmax(x[i], 0.5));
+      EXPECT_EQ(times.at(i), x[i] * 2.0);
+      EXPECT_EQ(minus.at(i), 2.0 - x[i]);
+      EXPECT_EQ(plus.at(i), 1.0 + x[i]);
+      EXPECT_NEAR(over.at(i), 3.0 / x[i], tolerance(compute, 3.0 / x[i]));
+      EXPECT_EQ(floor.at(i), std::fmax(x[i], 0.5));
     }
     EXPECT_EQ(times.type.shape, (tg::Shape{2, 2}));
   }
@@ -121,13 +121,13 @@ TEST(ElementwiseBinary, ComparisonsReturnBool) {
     EXPECT_EQ(lt.type, (tg::TensorType{DType::boolean, {2, 3}}));
     EXPECT_EQ(eq.type, (tg::TensorType{DType::boolean, {2, 3}}));
     for (std::size_t i = 0; i < a.size(); ++i) {
-      EXPECT_EQ(lt.values[i], a[i] < b[i % 3] ? 1.0 : 0.0);
-      EXPECT_EQ(gt.values[i], a[i] > b[i % 3] ? 1.0 : 0.0);
-      EXPECT_EQ(eq.values[i], a[i] == b[i % 3] ? 1.0 : 0.0);
+      EXPECT_EQ(lt.at(i), a[i] < b[i % 3] ? 1.0 : 0.0);
+      EXPECT_EQ(gt.at(i), a[i] > b[i % 3] ? 1.0 : 0.0);
+      EXPECT_EQ(eq.at(i), a[i] == b[i % 3] ? 1.0 : 0.0);
     }
     const HostTensor scalar_eq = run(
         in, [](auto& v) { return tg::equal(v[0], 2.0); }, compute);
-    EXPECT_EQ(scalar_eq.values, (std::vector<double>{0, 1, 0, 1, 0, 0}));
+    EXPECT_EQ(scalar_eq.to_f64(), (std::vector<double>{0, 1, 0, 1, 0, 0}));
   }
 }
 
@@ -140,18 +140,18 @@ TEST(ElementwiseBinary, WhereSelectsWithBroadcasting) {
         {{"c", cond}, {"a", HostTensor::f32({2, 3}, a)}, {"b", HostTensor::f32({3}, b)}},
         [](auto& v) { return tg::where(v[0], v[1], v[2]); }, compute);
     EXPECT_EQ(y.type, (tg::TensorType{DType::f32, {2, 3}}));
-    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(y.values[i], cond.values[i] ? a[i] : b[i % 3]);
+    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(y.at(i), cond.at(i) ? a[i] : b[i % 3]);
     // Condition [2,1] against a scalar and a row: a 3-way broadcast.
     const HostTensor c21 = HostTensor::of({DType::boolean, {2, 1}}, {0, 1});
     const HostTensor z = run(
         {{"c", c21}, {"b", HostTensor::f32({3}, b)}}, [](auto& v) { return tg::where(v[0], -1.0, v[1]); }, compute);
-    EXPECT_EQ(z.values, (std::vector<double>{10, 20, 30, -1, -1, -1}));
+    EXPECT_EQ(z.to_f64(), (std::vector<double>{10, 20, 30, -1, -1, -1}));
   }
   const HostTensor ints = run(
       {{"c", cond}, {"a", HostTensor::i32({2, 3}, {1, 2, 3, 4, 5, 6})}, {"b", HostTensor::i32({1}, {-7})}},
       [](auto& v) { return tg::where(v[0], v[1], v[2]); }, ComputeType::f32);
   EXPECT_EQ(ints.type, (tg::TensorType{DType::i32, {2, 3}}));
-  EXPECT_EQ(ints.values, (std::vector<double>{1, -7, -7, 4, 5, -7}));
+  EXPECT_EQ(ints.to_f64(), (std::vector<double>{1, -7, -7, 4, 5, -7}));
 }
 
 TEST(ElementwiseBinary, LargeBroadcastUsesEveryThreadChunk) {
@@ -165,7 +165,7 @@ TEST(ElementwiseBinary, LargeBroadcastUsesEveryThreadChunk) {
   const HostTensor y = run(
       {{"a", HostTensor::f32({rows, cols}, a)}, {"b", HostTensor::f32({cols}, b)}}, [](auto& v) { return v[0] * v[1]; },
       ComputeType::f32);
-  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(y.values[i], double(a[i] * b[i % b.size()])) << i;
+  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(y.at(i), double(a[i] * b[i % b.size()])) << i;
 }
 
 // ---- errors ------------------------------------------------------------------------------------
@@ -265,8 +265,8 @@ TEST(ElementwiseBinaryGrads, MinimumGivesTiesToInputZero) {
                                             {"c", HostTensor::f32({3}, {2, 2, 1})},
                                             {"g", HostTensor::f32({3}, {10, 20, 30})}})
                        .outputs;
-  EXPECT_EQ(out.at("da").values, (std::vector<double>{10, 20, 0}));
-  EXPECT_EQ(out.at("dc").values, (std::vector<double>{0, 0, 30}));
+  EXPECT_EQ(out.at("da").to_f64(), (std::vector<double>{10, 20, 0}));
+  EXPECT_EQ(out.at("dc").to_f64(), (std::vector<double>{0, 0, 30}));
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ HostTensor run(const HostTensor& x, const std::function<Tensor(const Tensor&)>& 
 // Relative error of every output against `exact` (each output's exact sum or mean).
 double worst_relative_error(const HostTensor& y, double exact) {
   double worst = 0;
-  for (double v : y.values) worst = std::max(worst, std::fabs(v - exact) / std::fabs(exact));
+  for (double v : y.to_f64()) worst = std::max(worst, std::fabs(v - exact) / std::fabs(exact));
   return worst;
 }
 
@@ -99,7 +99,7 @@ TEST(LongSum, TheSameSliceGivesTheSameBitsOnEveryPath) {
     SCOPED_TRACE("n = " + std::to_string(n));
     const std::vector<float> row = pseudo_random(n, static_cast<std::uint64_t>(n));
     const float alone =
-        static_cast<float>(run(HostTensor::f32({n}, row), [](const Tensor& t) { return sum(t); }).values[0]);
+        static_cast<float>(run(HostTensor::f32({n}, row), [](const Tensor& t) { return sum(t); }).at(0));
     // Nine copies as rows (the contiguous-rows path), and as columns (tiles over a leading axis).
     std::vector<float> rows, columns(static_cast<std::size_t>(9 * n));
     for (int r = 0; r < 9; ++r) rows.insert(rows.end(), row.begin(), row.end());
@@ -108,8 +108,8 @@ TEST(LongSum, TheSameSliceGivesTheSameBitsOnEveryPath) {
     const HostTensor by_rows = run(HostTensor::f32({9, n}, rows), [](const Tensor& t) { return sum(t, 1); });
     const HostTensor by_columns = run(HostTensor::f32({n, 9}, columns), [](const Tensor& t) { return sum(t, 0); });
     for (int k = 0; k < 9; ++k) {
-      EXPECT_EQ(static_cast<float>(by_rows.values[static_cast<std::size_t>(k)]), alone);
-      EXPECT_EQ(static_cast<float>(by_columns.values[static_cast<std::size_t>(k)]), alone);
+      EXPECT_EQ(static_cast<float>(by_rows.at(static_cast<std::size_t>(k))), alone);
+      EXPECT_EQ(static_cast<float>(by_columns.at(static_cast<std::size_t>(k))), alone);
     }
     if (n % 7 == 0 || n == 300) {  // n = a * b: the slice through two reduced axes around a kept one
       const std::int64_t a = n == 300 ? 12 : 7;
@@ -122,8 +122,8 @@ TEST(LongSum, TheSameSliceGivesTheSameBitsOnEveryPath) {
       const HostTensor two_axes = run(HostTensor::f32({a, 2, b}, split), [](const Tensor& t) {
         return sum(t, std::vector<std::int64_t>{0, 2});
       });
-      EXPECT_EQ(static_cast<float>(two_axes.values[0]), alone);
-      EXPECT_EQ(static_cast<float>(two_axes.values[1]), alone);
+      EXPECT_EQ(static_cast<float>(two_axes.at(0)), alone);
+      EXPECT_EQ(static_cast<float>(two_axes.at(1)), alone);
     }
   }
 }
@@ -140,7 +140,7 @@ TEST(LongSum, SameBitsWithOneThreadAndAllThreads) {
         tbb::global_control single(tbb::global_control::max_allowed_parallelism, 1);
         one = run(x, build, compute);
       }
-      EXPECT_EQ(many.values, one.values);
+      EXPECT_EQ(many.to_f64(), one.to_f64());
     }
   }
 }

@@ -96,12 +96,12 @@ void check_forward(LossFn loss, bool cross_entropy, const tg::Shape& shape, doub
       const auto y = run_loss(loss, reduction, HostTensor::f32(shape, x), HostTensor::i32(batch, t), compute);
       EXPECT_EQ(y.type, (TensorType{DType::f32, reduction == Reduction::none ? batch : tg::Shape{}}));
       const auto expected = reduce(reduction, per_position);
-      ASSERT_EQ(y.values.size(), expected.size());
+      ASSERT_EQ(y.size(), expected.size());
       // Errors relative to the largest magnitude involved, input or result.
       const double base = compute == ComputeType::f64 ? 1e-13 : 2e-6;
       for (std::size_t i = 0; i < expected.size(); ++i) {
         const double scale = std::max({1.0, std::fabs(lo), std::fabs(hi), std::fabs(expected[i])});
-        EXPECT_NEAR(y.values[i], expected[i], base * scale);
+        EXPECT_NEAR(y.at(i), expected[i], base * scale);
       }
     }
   }
@@ -124,8 +124,8 @@ TEST(CrossEntropy, StableForLargeLogits) {
   check_forward(tg::cross_entropy, true, {4, 6}, -1000, 1000);
   const auto y = run_loss(tg::cross_entropy, Reduction::none, HostTensor::f32({2, 2}, {1000, -1000, 50, 50}),
                           HostTensor::i32({2}, {1, 0}), ComputeType::f32);
-  EXPECT_EQ(y.values[0], 2000.0);
-  EXPECT_NEAR(y.values[1], std::log(2.0), 1e-6);
+  EXPECT_EQ(y.at(0), 2000.0);
+  EXPECT_NEAR(y.at(1), std::log(2.0), 1e-6);
 }
 
 TEST(CrossEntropy, EqualsNllOfLogSoftmax) {
@@ -138,7 +138,7 @@ TEST(CrossEntropy, EqualsNllOfLogSoftmax) {
   b.output("fused", tg::cross_entropy(s, ts));
   b.output("unfused", tg::nll_loss(tg::log_softmax(s), ts));
   const auto out = tg::interpret(b.take(), {{"s", HostTensor::f32({3, 5}, x)}, {"t", HostTensor::i32({3}, t)}}).outputs;
-  EXPECT_NEAR(out.at("fused").values[0], out.at("unfused").values[0], 1e-14);
+  EXPECT_NEAR(out.at("fused").at(0), out.at("unfused").at(0), 1e-14);
 }
 
 TEST(Losses, RefuseOutOfRangeTargets) {
@@ -218,7 +218,7 @@ std::vector<double> loss_grad(LossFn loss, Reduction reduction, const HostTensor
   const Tensor y = loss(b.input("x", x.type), b.input("t", t.type), {.reduction = reduction}, tg::CallSite::current());
   b.output("loss", tg::sum(y * b.input("w", w.type)));
   const tg::Graph grad = tg::differentiate(b.take(), {.wrt = {"x"}});
-  return tg::interpret(grad, {{"x", x}, {"t", t}, {"w", w}}).outputs.at("grad.x").values;
+  return tg::interpret(grad, {{"x", x}, {"t", t}, {"w", w}}).outputs.at("grad.x").to_f64();
 }
 
 // Closed forms: d/dx = g * (softmax(x) - one_hot(t)) for cross-entropy, -g * one_hot(t) for NLL,
@@ -274,17 +274,17 @@ TEST(Losses, SecondOrderGradientOfCrossEntropy) {
   const tg::Graph second = tg::differentiate(hb.take(), {.loss = "hv_loss", .wrt = {"x"}, .grad_prefix = "h."});
   tg::TensorMap feed{
       {"x", HostTensor::f32(shape, x)}, {"t", HostTensor::i32({3}, t)}, {"v", HostTensor::f32(shape, v)}};
-  const auto hv = tg::interpret(second, feed).outputs.at("h.x").values;
+  const auto hv = tg::interpret(second, feed).outputs.at("h.x").to_f64();
   // H v = d/de grad(x + e v): a central difference of the first-order gradient.
   constexpr double kStep = 1e-5;
   tg::TensorMap plus{{"x", feed.at("x")}, {"t", feed.at("t")}};
   tg::TensorMap minus = plus;
   for (std::size_t i = 0; i < 12; ++i) {
-    plus.at("x").values[i] += kStep * v[i];
-    minus.at("x").values[i] -= kStep * v[i];
+    plus.at("x").mutable_wide()[i] += kStep * v[i];
+    minus.at("x").mutable_wide()[i] -= kStep * v[i];
   }
-  const auto gp = tg::interpret(first, plus).outputs.at("grad.x").values;
-  const auto gm = tg::interpret(first, minus).outputs.at("grad.x").values;
+  const auto gp = tg::interpret(first, plus).outputs.at("grad.x").to_f64();
+  const auto gm = tg::interpret(first, minus).outputs.at("grad.x").to_f64();
   for (std::size_t i = 0; i < 12; ++i) EXPECT_NEAR(hv[i], (gp[i] - gm[i]) / (2 * kStep), 1e-8) << i;
 }
 
@@ -296,7 +296,7 @@ TEST(Losses, SameBitsForAnyThreadCount) {
     for (ComputeType compute : kComputeTypes) {
       const auto many = run_loss(loss, Reduction::sum, x, t, compute);
       tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
-      EXPECT_EQ(run_loss(loss, Reduction::sum, x, t, compute).values, many.values);
+      EXPECT_EQ(run_loss(loss, Reduction::sum, x, t, compute).to_f64(), many.to_f64());
     }
   }
 }

@@ -228,7 +228,7 @@ TEST(ParamBinding, OneModelBindsToSeveralGraphsInTurn) {
   const auto y_infer = run(infer, 1);
   ASSERT_EQ(y_train.type.shape, (Shape{8, 1}));
   ASSERT_EQ(y_infer.type.shape, (Shape{1, 1}));
-  for (double v : y_train.values) EXPECT_EQ(v, y_infer.values[0]);
+  for (double v : y_train.to_f64()) EXPECT_EQ(v, y_infer.at(0));
 }
 
 TEST(ParamBinding, NestedBindingsResolveToTheInnermostHolder) {
@@ -293,11 +293,11 @@ TEST(ParamInit, SameSeedSameBitsOtherSeedOrNameOtherBits) {
   const auto other_name = tg::init_value(info("l2.W", {64, 32}, tg::init::randn(0.5)), 42);
   for (const auto* other : {&other_seed, &other_high_seed, &other_name}) {
     int equal = 0;
-    for (std::size_t i = 0; i < first.values.size(); ++i) equal += first.values[i] == other->values[i];
+    for (std::size_t i = 0; i < first.size(); ++i) equal += first.at(i) == other->at(i);
     EXPECT_LT(equal, 5);
   }
   // Every value is an f32 value, so f32 and f64 backends start from the same numbers.
-  for (double v : first.values) EXPECT_EQ(v, static_cast<double>(static_cast<float>(v)));
+  for (double v : first.to_f64()) EXPECT_EQ(v, static_cast<double>(static_cast<float>(v)));
 }
 
 TEST(ParamInit, ThreadCountDoesNotChangeTheBits) {
@@ -321,7 +321,7 @@ TEST(ParamInit, AParamsValuesDoNotDependOnTheOtherParams) {
   const auto b = tg::init_params(larger, 9);
   EXPECT_EQ(a.at("l1.W"), b.at("l1.W"));
   EXPECT_EQ(b.size(), 4u);
-  EXPECT_NE(b.at("l0.W").values[0], b.at("l1.W").values[0]);
+  EXPECT_NE(b.at("l0.W").at(0), b.at("l1.W").at(0));
 }
 
 // Mean and standard deviation of n draws within 5 standard errors of (0, sigma); the sample std's
@@ -338,14 +338,14 @@ void expect_normal(const std::vector<double>& v, double sigma) {
 }
 
 TEST(ParamInit, RandnAndKaimingHaveTheirStandardDeviations) {
-  expect_normal(tg::init_value(info("a", {256, 256}, tg::init::randn()), 1).values, 0.02);
-  expect_normal(tg::init_value(info("b", {256, 256}, tg::init::randn(3.0)), 1).values, 3.0);
+  expect_normal(tg::init_value(info("a", {256, 256}, tg::init::randn()), 1).to_f64(), 0.02);
+  expect_normal(tg::init_value(info("b", {256, 256}, tg::init::randn(3.0)), 1).to_f64(), 3.0);
   // Linear layout [in, out]: fan_in 128.
-  expect_normal(tg::init_value(info("c", {128, 512}, tg::init::kaiming()), 1).values, std::sqrt(2.0 / 128));
-  expect_normal(tg::init_value(info("d", {256, 256}, tg::init::kaiming({.gain = 1})), 1).values, 1 / 16.0);
+  expect_normal(tg::init_value(info("c", {128, 512}, tg::init::kaiming()), 1).to_f64(), std::sqrt(2.0 / 128));
+  expect_normal(tg::init_value(info("d", {256, 256}, tg::init::kaiming({.gain = 1})), 1).to_f64(), 1 / 16.0);
   // Conv layout [out, in, kh, kw]: fan_in = in * kh * kw = 36.
-  expect_normal(tg::init_value(info("e", {1024, 4, 3, 3}, tg::init::kaiming()), 1).values, std::sqrt(2.0 / 36));
-  expect_normal(tg::init_value(info("f", {256, 256}, tg::init::kaiming({.fan_in = 8})), 1).values, 0.5);
+  expect_normal(tg::init_value(info("e", {1024, 4, 3, 3}, tg::init::kaiming()), 1).to_f64(), std::sqrt(2.0 / 36));
+  expect_normal(tg::init_value(info("f", {256, 256}, tg::init::kaiming({.fan_in = 8})), 1).to_f64(), 0.5);
 }
 
 TEST(ParamInit, KaimingFanInFollowsTheLayouts) {
@@ -356,11 +356,11 @@ TEST(ParamInit, KaimingFanInFollowsTheLayouts) {
 }
 
 TEST(ParamInit, ConstantAndLiteralValues) {
-  EXPECT_EQ(tg::init_value(info("z", {2, 3}, tg::init::zeros()), 1).values, std::vector<double>(6, 0.0));
-  EXPECT_EQ(tg::init_value(info("o", {4}, tg::init::ones()), 1).values, std::vector<double>(4, 1.0));
+  EXPECT_EQ(tg::init_value(info("z", {2, 3}, tg::init::zeros()), 1).to_f64(), std::vector<double>(6, 0.0));
+  EXPECT_EQ(tg::init_value(info("o", {4}, tg::init::ones()), 1).to_f64(), std::vector<double>(4, 1.0));
   const auto lit = tg::init_value(info("l", {2, 2}, tg::init::literal({0.1f, -2, 3.5f, 1e-8f})), 1);
   EXPECT_EQ(lit.to_f32(), (std::vector<float>{0.1f, -2, 3.5f, 1e-8f}));
-  EXPECT_EQ(tg::init_value(info("s", {}, tg::init::randn()), 1).values.size(), 1u);
+  EXPECT_EQ(tg::init_value(info("s", {}, tg::init::randn()), 1).size(), 1u);
 }
 
 TEST(ParamInit, SpecsPrint) {

@@ -64,19 +64,19 @@ TEST(LinearLayer, MatchesXTimesWPlusB) {
     const HostTensor x = random_f32(x_shape, 1);
     const HostTensor b = random_f32({5}, 2);
     const HostTensor y = run_layer(m, {DType::f32, x_shape}, x, [&](Tensor t) { return m.l(t); }, {{"l.b", b}});
-    const auto w = tg::init_params(m, 5).at("l.W").values;
+    const auto w = tg::init_params(m, 5).at("l.W").to_f64();
     Shape y_shape = x_shape;
     y_shape.back() = 5;
     EXPECT_EQ(y.type.shape, y_shape);
     std::vector<double> want;
-    for (std::size_t row = 0; row < x.values.size() / 3; ++row) {
+    for (std::size_t row = 0; row < x.size() / 3; ++row) {
       for (std::size_t j = 0; j < 5; ++j) {
-        double acc = b.values[j];
-        for (std::size_t k = 0; k < 3; ++k) acc += x.values[row * 3 + k] * w[k * 5 + j];
+        double acc = b.at(j);
+        for (std::size_t k = 0; k < 3; ++k) acc += x.at(row * 3 + k) * w[k * 5 + j];
         want.push_back(acc);
       }
     }
-    expect_close(y.values, want);
+    expect_close(y.to_f64(), want);
   }
 }
 
@@ -87,9 +87,9 @@ TEST(LinearLayer, WithoutBiasHasNoBParam) {
   EXPECT_FALSE(m.l.b.has_value());
   ASSERT_EQ(m.num_params(), 1u);
   const HostTensor x = random_f32({1, 2}, 3);
-  const auto w = tg::init_params(m, 5).at("l.W").values;
+  const auto w = tg::init_params(m, 5).at("l.W").to_f64();
   const HostTensor y = run_layer(m, {DType::f32, {1, 2}}, x, [&](Tensor t) { return m.l(t); });
-  expect_close(y.values, {x.values[0] * w[0] + x.values[1] * w[2], x.values[0] * w[1] + x.values[1] * w[3]});
+  expect_close(y.to_f64(), {x.at(0) * w[0] + x.at(1) * w[2], x.at(0) * w[1] + x.at(1) * w[3]});
 }
 
 enum class Norm { layer, rms };
@@ -124,10 +124,11 @@ TEST(LayerNormLayer, MatchesTheFormulaWithGainBiasAndEps) {
   const tg::TensorMap params{{"ln.g", g}, {"ln.b", b}, {"plain.g", g}};
   const HostTensor y = run_layer(
       m, {DType::f32, {3, 6}}, x, [&](Tensor t) { return m.ln(t); }, params);
-  expect_close(y.values, normalized_rows(Norm::layer, x.values, 6, 1e-3, g.values, &b.values));
+  const std::vector<double> b_values = b.to_f64();
+  expect_close(y.to_f64(), normalized_rows(Norm::layer, x.to_f64(), 6, 1e-3, g.to_f64(), &b_values));
   const HostTensor y_plain = run_layer(
       m, {DType::f32, {3, 6}}, x, [&](Tensor t) { return m.plain(t); }, params);
-  expect_close(y_plain.values, normalized_rows(Norm::layer, x.values, 6, 1e-5, g.values, nullptr));
+  expect_close(y_plain.to_f64(), normalized_rows(Norm::layer, x.to_f64(), 6, 1e-5, g.to_f64(), nullptr));
 }
 
 TEST(RMSNormLayer, MatchesTheFormula) {
@@ -137,7 +138,7 @@ TEST(RMSNormLayer, MatchesTheFormula) {
   const HostTensor x = random_f32({2, 3, 4}, 7);
   const HostTensor g = random_f32({4}, 8);
   const HostTensor y = run_layer(m, {DType::f32, {2, 3, 4}}, x, [&](Tensor t) { return m.norm(t); }, {{"norm.g", g}});
-  expect_close(y.values, normalized_rows(Norm::rms, x.values, 4, 1e-2, g.values, nullptr));
+  expect_close(y.to_f64(), normalized_rows(Norm::rms, x.to_f64(), 4, 1e-2, g.to_f64(), nullptr));
 }
 
 TEST(EmbeddingLayer, PicksRows) {
@@ -148,12 +149,12 @@ TEST(EmbeddingLayer, PicksRows) {
   const HostTensor y =
       run_layer(m, {DType::i32, {2, 3}}, HostTensor::i32({2, 3}, idx), [&](Tensor t) { return m.embed(t); });
   EXPECT_EQ(y.type.shape, (Shape{2, 3, 3}));
-  const auto w = tg::init_params(m, 5).at("embed.W").values;
+  const auto w = tg::init_params(m, 5).at("embed.W").to_f64();
   std::vector<double> want;
   for (auto i : idx) {
     for (std::size_t j = 0; j < 3; ++j) want.push_back(w[static_cast<std::size_t>(i) * 3 + j]);
   }
-  EXPECT_EQ(y.values, want);
+  EXPECT_EQ(y.to_f64(), want);
 }
 
 TEST(Conv2dLayer, MatchesADirectConvolution) {
@@ -168,20 +169,20 @@ TEST(Conv2dLayer, MatchesADirectConvolution) {
       run_layer(m, {DType::f32, {N, C, H, H}}, x, [&](Tensor t) { return m.conv(t); }, {{"conv.b", bias}});
   constexpr std::int64_t OH = (H + 2 * P - K) / S + 1;
   ASSERT_EQ(y.type.shape, (Shape{N, O, OH, OH}));
-  const auto w = tg::init_params(m, 5).at("conv.W").values;
+  const auto w = tg::init_params(m, 5).at("conv.W").to_f64();
   auto at = [](const std::vector<double>& v, std::int64_t i) { return v[static_cast<std::size_t>(i)]; };
   std::vector<double> want;
   for (std::int64_t n = 0; n < N; ++n) {
     for (std::int64_t o = 0; o < O; ++o) {
       for (std::int64_t oy = 0; oy < OH; ++oy) {
         for (std::int64_t ox = 0; ox < OH; ++ox) {
-          double acc = at(bias.values, o);
+          double acc = at(bias.to_f64(), o);
           for (std::int64_t c = 0; c < C; ++c) {
             for (std::int64_t ky = 0; ky < K; ++ky) {
               for (std::int64_t kx = 0; kx < K; ++kx) {
                 const std::int64_t iy = oy * S - P + ky, ix = ox * S - P + kx;
                 if (iy < 0 || iy >= H || ix < 0 || ix >= H) continue;
-                acc += at(x.values, ((n * C + c) * H + iy) * H + ix) * at(w, ((o * C + c) * K + ky) * K + kx);
+                acc += at(x.to_f64(), ((n * C + c) * H + iy) * H + ix) * at(w, ((o * C + c) * K + ky) * K + kx);
               }
             }
           }
@@ -190,7 +191,7 @@ TEST(Conv2dLayer, MatchesADirectConvolution) {
       }
     }
   }
-  expect_close(y.values, want);
+  expect_close(y.to_f64(), want);
 }
 
 // ---- options and defaults ----
@@ -327,7 +328,7 @@ TEST(LayerLosses, CrossEntropyOfALayerModelMatchesNllAndFiniteDifferences) {
   inputs.emplace("tokens", HostTensor::i32({2, 3}, {0, 5, 2, 2, 4, 1}));
   inputs.emplace("targets", HostTensor::i32({2, 3}, {1, 1, 3, 0, 5, 2}));
   const auto out = tg::interpret(step, inputs).outputs;
-  EXPECT_NEAR(out.at("loss").values[0], out.at("nll").values[0], 1e-13);
+  EXPECT_NEAR(out.at("loss").at(0), out.at("nll").at(0), 1e-13);
   for (const auto& p : m.params()) EXPECT_TRUE(out.contains("grad." + p.name)) << p.name;
 
   // d loss / d head.W[1, 2] by central differences (the value perturbed in double: the f64 oracle
@@ -335,11 +336,11 @@ TEST(LayerLosses, CrossEntropyOfALayerModelMatchesNllAndFiniteDifferences) {
   const double h = 1e-6;
   auto loss_at = [&](double delta) {
     tg::TensorMap shifted = inputs;
-    shifted.at("head.W").values[1 * 6 + 2] += delta;
-    return tg::interpret(step, shifted).outputs.at("loss").values[0];
+    shifted.at("head.W").mutable_wide()[1 * 6 + 2] += delta;
+    return tg::interpret(step, shifted).outputs.at("loss").at(0);
   };
   const double fd = (loss_at(h) - loss_at(-h)) / (2 * h);
-  EXPECT_NEAR(out.at("grad.head.W").values[1 * 6 + 2], fd, 1e-7);
+  EXPECT_NEAR(out.at("grad.head.W").at(1 * 6 + 2), fd, 1e-7);
   EXPECT_GT(std::abs(fd), 1e-4);  // a gradient that could be wrong
 }
 

@@ -60,7 +60,7 @@ tg::TensorMap norm_inputs(const Case& c) {
 
 // The normalizations written out row by row in double.
 std::vector<double> reference(Norm norm, const Case& c, const tg::TensorMap& inputs, double eps) {
-  const auto& x = inputs.at("x").values;
+  const auto x = inputs.at("x").to_f64();
   const auto d = static_cast<std::size_t>(c.shape.back());
   std::vector<double> y(x.size());
   for (std::size_t row = 0; row < x.size() / d; ++row) {
@@ -76,8 +76,8 @@ std::vector<double> reference(Norm norm, const Case& c, const tg::TensorMap& inp
     const double inv = 1.0 / std::sqrt(second_moment + eps);
     for (std::size_t j = 0; j < d; ++j) {
       double v = (xr[j] - mean) * inv;
-      if (c.with_gain) v *= inputs.at("g").values[j];
-      if (c.with_bias) v += inputs.at("b").values[j];
+      if (c.with_gain) v *= inputs.at("g").at(j);
+      if (c.with_bias) v += inputs.at("b").at(j);
       y[row * d + j] = v;
     }
   }
@@ -95,7 +95,7 @@ void check_values(Norm norm, const Case& c, double eps) {
     ASSERT_EQ(y.type, (tg::TensorType{DType::f32, c.shape}));
     const double tol = compute == ComputeType::f64 ? 1e-12 : 2e-5;
     for (std::size_t i = 0; i < expected.size(); ++i) {
-      EXPECT_NEAR(y.values[i], expected[i], tol * (1 + std::fabs(expected[i]))) << "element " << i;
+      EXPECT_NEAR(y.at(i), expected[i], tol * (1 + std::fabs(expected[i]))) << "element " << i;
     }
   }
 }
@@ -114,8 +114,8 @@ TEST(LayerNorm, NormalizedRowsHaveZeroMeanAndUnitVariance) {
   for (std::size_t row = 0; row < 5; ++row) {
     double sum = 0, sum_sq = 0;
     for (std::size_t j = 0; j < 16; ++j) {
-      sum += y.values[row * 16 + j];
-      sum_sq += y.values[row * 16 + j] * y.values[row * 16 + j];
+      sum += y.at(row * 16 + j);
+      sum_sq += y.at(row * 16 + j) * y.at(row * 16 + j);
     }
     EXPECT_NEAR(sum / 16, 0.0, 1e-12);
     EXPECT_NEAR(sum_sq / 16, 1.0, 1e-12);
@@ -149,15 +149,15 @@ void check_gradient(Norm norm, const Case& c, double eps) {
   for (auto d : c.shape) n *= d;
   inputs.emplace("w", HostTensor::f32(c.shape, test_values(n, 4)));
   const auto analytic = tg::interpret(grad, inputs).outputs;
-  const auto loss_at = [&](const tg::TensorMap& at) { return tg::interpret(forward, at).outputs.at("loss").values[0]; };
+  const auto loss_at = [&](const tg::TensorMap& at) { return tg::interpret(forward, at).outputs.at("loss").at(0); };
   constexpr double h = 1e-6;
   for (const auto& name : wrt) {
-    const auto& g = analytic.at("grad." + name).values;
-    ASSERT_EQ(g.size(), inputs.at(name).values.size());
+    const auto g = analytic.at("grad." + name).to_f64();
+    ASSERT_EQ(g.size(), inputs.at(name).size());
     for (std::size_t i = 0; i < g.size(); ++i) {
       tg::TensorMap plus = inputs, minus = inputs;
-      plus.at(name).values[i] += h;
-      minus.at(name).values[i] -= h;
+      plus.at(name).mutable_wide()[i] += h;
+      minus.at(name).mutable_wide()[i] -= h;
       const double numeric = (loss_at(plus) - loss_at(minus)) / (2 * h);
       EXPECT_NEAR(g[i], numeric, 1e-6 * (1 + std::fabs(numeric))) << "d loss / d " << name << "[" << i << "]";
     }

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
@@ -22,13 +23,13 @@
 #include "support/train_parity.h"
 #include "tensorgrad/passes/optimizer.h"
 #include "tensorgrad/train/schedule.h"
-#include "train/json.h"
 
 namespace tg {
 namespace {
 
 namespace fs = std::filesystem;
 using testing::at;
+using testing::find_member;
 using testing::integer;
 using testing::number;
 using testing::numbers;
@@ -53,22 +54,22 @@ constexpr double kF64Rel = 1e-13;
 constexpr double kF32DriftFactor = 2.0;
 constexpr double kF32Ulps = 4.0;
 
-OptimizerConfig optimizer_of(const json::Value& c) {
-  const json::Value& o = at(c, "optimizer");
+OptimizerConfig optimizer_of(const nlohmann::json& c) {
+  const nlohmann::json& o = at(c, "optimizer");
   OptimizerConfig config;
-  const std::string kind = at(o, "kind").text;
+  const std::string kind = at(o, "kind").get<std::string>();
   if (kind == "adam") config.kind = AdamConfig{number(o, "beta1"), number(o, "beta2"), number(o, "eps")};
   if (kind == "adamw") {
     config.kind = AdamWConfig{number(o, "beta1"), number(o, "beta2"), number(o, "eps"), number(o, "weight_decay")};
   }
   if (kind == "sgd")
-    config.kind = SgdConfig{number(o, "momentum"), at(o, "nesterov").boolean, number(o, "weight_decay")};
-  if (const json::Value* clip = c.find("clip_grad_norm")) config.clip_grad_norm = number(*clip);
+    config.kind = SgdConfig{number(o, "momentum"), at(o, "nesterov").get<bool>(), number(o, "weight_decay")};
+  if (const nlohmann::json* clip = find_member(c, "clip_grad_norm")) config.clip_grad_norm = number(*clip);
   return config;
 }
 
-Schedule schedule_of(const json::Value& s) {
-  const std::string kind = at(s, "kind").text;
+Schedule schedule_of(const nlohmann::json& s) {
+  const std::string kind = at(s, "kind").get<std::string>();
   if (kind == "constant") return number(s, "lr");
   if (kind == "linear") return lr::Linear{number(s, "peak"), number(s, "final"), integer(s, "steps")};
   if (kind == "cosine_annealing")
@@ -83,14 +84,14 @@ Schedule schedule_of(const json::Value& s) {
   throw Error("golden: unknown schedule kind '" + kind + "'");
 }
 
-HostTensor tensor_of(const json::Value& t) {
+HostTensor tensor_of(const nlohmann::json& t) {
   Shape shape;
   for (double d : numbers(at(t, "shape"))) shape.push_back(static_cast<std::int64_t>(d));
   return HostTensor::of({DType::f32, shape}, numbers(at(t, "values")));
 }
 
 // The model of tools/goldens_optim.py, differentiated.
-Graph model_graph(const json::Value& model) {
+Graph model_graph(const nlohmann::json& model) {
   GraphBuilder b("optim_parity");
   TracingScope scope(b);
   Tensor x = b.input("x", tensor_of(at(model, "x")).type);
@@ -106,25 +107,25 @@ struct Trajectory {
   std::vector<double> w, b;
 };
 
-Trajectory golden_trajectory(const json::Value& t) {
+Trajectory golden_trajectory(const nlohmann::json& t) {
   Trajectory out{numbers(at(t, "lr")), numbers(at(t, "loss")), {}, numbers(at(t, "W")), numbers(at(t, "b"))};
-  if (const json::Value* norms = t.find("grad_norm")) out.grad_norm = numbers(*norms);
+  if (const nlohmann::json* norms = find_member(t, "grad_norm")) out.grad_norm = numbers(*norms);
   return out;
 }
 
-Trajectory run_case(const json::Value& c, Backend backend) {
+Trajectory run_case(const nlohmann::json& c, Backend backend) {
   const Graph graph = model_graph(at(c, "model"));
   std::vector<ParamGrad> grads = param_grads(graph);
   EXPECT_EQ(grads.size(), 2u);
-  if (const json::Value* no_decay = c.find("no_decay")) {
-    for (const json::Value& name : no_decay->items)
-      for (ParamGrad& g : grads) g.decay = g.decay && g.param != name.text;
+  if (const nlohmann::json* no_decay = find_member(c, "no_decay")) {
+    for (const nlohmann::json& name : *no_decay)
+      for (ParamGrad& g : grads) g.decay = g.decay && g.param != name.get<std::string>();
   }
   const OptimizerConfig config = optimizer_of(c);
-  const Schedule schedule = c.find("schedule") ? schedule_of(at(c, "schedule")) : Schedule(number(c, "lr"));
+  const Schedule schedule = find_member(c, "schedule") ? schedule_of(at(c, "schedule")) : Schedule(number(c, "lr"));
   const OptimizedGraph og = append_optimizer(graph, grads, config);
   Session session(og.graph, {.backend = backend, .writebacks = og.writebacks});
-  const json::Value& model = at(c, "model");
+  const nlohmann::json& model = at(c, "model");
   session.set_param("W", tensor_of(at(model, "W")));
   session.set_param("b", tensor_of(at(model, "b")));
   for (const std::string& state : og.state_inputs) {
@@ -141,11 +142,11 @@ Trajectory run_case(const json::Value& c, Backend backend) {
       return out;
     }
     out.lr.push_back(lr_at(schedule, step));
-    out.loss.push_back(r.output("loss").values[0]);
-    if (config.clip_grad_norm) out.grad_norm.push_back(r.output(kGradNormOutput).values[0]);
+    out.loss.push_back(r.output("loss").at(0));
+    if (config.clip_grad_norm) out.grad_norm.push_back(r.output(kGradNormOutput).at(0));
   }
-  out.w = session.param("W").values;
-  out.b = session.param("b").values;
+  out.w = session.param("W").to_f64();
+  out.b = session.param("b").to_f64();
   return out;
 }
 
@@ -171,9 +172,9 @@ class OptimizerParity : public ::testing::TestWithParam<std::string> {
     const fs::path path = kGoldenDir / (GetParam() + ".json");
     const std::string text = read_text(path);
     ASSERT_FALSE(text.empty()) << "cannot read " << path << " (regenerate: /usr/bin/python3 tools/goldens_optim.py)";
-    golden_ = json::parse(text);
+    golden_ = nlohmann::json::parse(text);
   }
-  json::Value golden_;
+  nlohmann::json golden_;
 };
 
 TEST_P(OptimizerParity, Float64FollowsPyTorchsFloat64Trajectory) {
@@ -186,7 +187,7 @@ TEST_P(OptimizerParity, Float64FollowsPyTorchsFloat64Trajectory) {
   expect_near_all(got.w, want.w, rel, "W");
   expect_near_all(got.b, want.b, rel, "b");
   // The updates moved the params: the comparison is not of two initial states.
-  EXPECT_GT(max_abs_diff(want.w, tensor_of(at(at(golden_, "model"), "W")).values), 0.05);
+  EXPECT_GT(max_abs_diff(want.w, tensor_of(at(at(golden_, "model"), "W")).to_f64()), 0.05);
   EXPECT_LT(want.loss.back(), want.loss.front());
 }
 

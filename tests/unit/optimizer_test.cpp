@@ -95,9 +95,9 @@ RunOutcome run_graph(const OptimizerConfig& config, const std::vector<ParamGrad>
     const RunResult r = session.run(data);
     EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.failure().message);
     if (!r.ok()) return run;
-    if (config.clip_grad_norm) run.grad_norms.push_back(r.output(kGradNormOutput).values[0]);
+    if (config.clip_grad_norm) run.grad_norms.push_back(r.output(kGradNormOutput).at(0));
   }
-  for (const std::string& name : kParams) run.params[name] = session.param(name).values;
+  for (const std::string& name : kParams) run.params[name] = session.param(name).to_f64();
   return run;
 }
 
@@ -304,11 +304,11 @@ TEST(Optimizer, AppendGradClipAloneAddsClippedOutputsAndTheNorm) {
     for (double x : values) squares += x * x;
   const double norm = std::sqrt(squares);
   ASSERT_GT(norm, 1.0);
-  EXPECT_NEAR(out.at(kGradNormOutput).values[0], norm, 1e-13 * norm);
+  EXPECT_NEAR(out.at(kGradNormOutput).at(0), norm, 1e-13 * norm);
   double clipped_squares = 0;
   for (const std::string& name : kParams) {
-    const auto& got = out.at("grad." + name + ".clipped").values;
-    EXPECT_EQ(out.at("grad." + name).values, g.at(name)) << "the raw gradient stays";
+    const auto got = out.at("grad." + name + ".clipped").to_f64();
+    EXPECT_EQ(out.at("grad." + name).to_f64(), g.at(name)) << "the raw gradient stays";
     for (std::size_t i = 0; i < got.size(); ++i) {
       EXPECT_NEAR(got[i], g.at(name)[i] / (norm + 1e-6), 1e-15);
       clipped_squares += got[i] * got[i];

@@ -42,7 +42,7 @@ TEST(OracleSemantics, MinimumAndMaximumPropagateNaNAndTieToTheirFirstInput) {
   for (ComputeType compute : kBothComputes) {
     const TensorMap out = run(g, in, compute);
     for (const char* op : {"min", "max"}) {
-      const std::vector<double>& v = out.at(op).values;
+      const auto v = out.at(op).to_f64();
       EXPECT_TRUE(std::isnan(v[0])) << op << " " << name(compute);
       EXPECT_TRUE(std::isnan(v[1])) << op << " " << name(compute);
       EXPECT_TRUE(negative_zero(v[2])) << op << "(-0, +0) is input a, -0 (" << name(compute) << ")";
@@ -72,14 +72,14 @@ TEST(OracleSemantics, ReductionsOverSeparateAxisGroups) {
   for (ComputeType compute : kBothComputes) {
     const TensorMap out = run(g, in, compute);
     // sum over i, k of 12 i + 4 j + k = 48 + 32 j + 12.
-    EXPECT_EQ(out.at("sum02").values, (std::vector<double>{60, 92, 124})) << name(compute);
-    EXPECT_EQ(out.at("max02").values, (std::vector<double>{15, 19, 23})) << name(compute);  // x[1, j, 3]
+    EXPECT_EQ(out.at("sum02").to_f64(), (std::vector<double>{60, 92, 124})) << name(compute);
+    EXPECT_EQ(out.at("max02").to_f64(), (std::vector<double>{15, 19, 23})) << name(compute);  // x[1, j, 3]
     EXPECT_EQ(out.at("min02").type.shape, (Shape{1, 3, 1}));
-    EXPECT_EQ(out.at("min02").values, (std::vector<double>{0, 4, 8})) << name(compute);  // x[0, j, 0]
+    EXPECT_EQ(out.at("min02").to_f64(), (std::vector<double>{0, 4, 8})) << name(compute);  // x[0, j, 0]
     // sum over a, c of 8a + 4b + 2c + d = 16 + 16 b + 4 + 4 d, output [b, d].
-    EXPECT_EQ(out.at("sum_y02").values, (std::vector<double>{20, 24, 36, 40})) << name(compute);
+    EXPECT_EQ(out.at("sum_y02").to_f64(), (std::vector<double>{20, 24, 36, 40})) << name(compute);
     // mean over b, d of 8a + 4b + 2c + d = 8a + 2 + 2c + 0.5, output [a, c].
-    EXPECT_EQ(out.at("mean_y13").values, (std::vector<double>{2.5, 4.5, 10.5, 12.5})) << name(compute);
+    EXPECT_EQ(out.at("mean_y13").to_f64(), (std::vector<double>{2.5, 4.5, 10.5, 12.5})) << name(compute);
   }
 }
 
@@ -95,7 +95,7 @@ TEST(OracleSemantics, TheCausalSoftmaxIgnoresTheMaskedColumnsEvenInItsMaximum) {
   const std::vector<double> want = {
       1, 0, 0, e1 / (1 + e1), 1 / (1 + e1), 0, 1 / (1 + e2 + e3), e2 / (1 + e2 + e3), e3 / (1 + e2 + e3)};
   for (ComputeType compute : kBothComputes) {
-    const std::vector<double> got = run(g, in, compute).at("y").values;
+    const std::vector<double> got = run(g, in, compute).at("y").to_f64();
     const double tol = compute == ComputeType::f64 ? 1e-15 : 1e-7;
     for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << i << " " << name(compute);
   }
@@ -128,7 +128,7 @@ TEST(OracleSemantics, DropoutKeepsAnElementWhoseUniformEqualsP) {
     const TensorMap in{{"x", HostTensor::f32({kN}, std::vector<float>(kN, 1.f))},
                        {kStepSeedInput, HostTensor::i32({}, {kSeed})}};
     for (ComputeType compute : kBothComputes) {
-      const std::vector<double> y = run(g, in, compute).at("y").values;
+      const std::vector<double> y = run(g, in, compute).at("y").to_f64();
       for (std::size_t i = 0; i < static_cast<std::size_t>(kN); ++i) {
         const bool kept = u[i] >= p;
         const double scale =

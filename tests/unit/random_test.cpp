@@ -123,8 +123,8 @@ TEST(Randn, MatchesBoxMullerOfThePhiloxStreamInBothComputeTypes) {
         const HostTensor y = run(g, {{"seed", seed_value(seed)}}, compute);
         ASSERT_EQ(y.type, (tg::TensorType{DType::f32, shape}));
         const double tol = compute == ComputeType::f64 ? 1e-13 : 2e-5;
-        for (std::size_t i = 0; i < y.values.size(); ++i) {
-          EXPECT_NEAR(y.values[i], expected_normal(seed, salt, i), tol)
+        for (std::size_t i = 0; i < y.size(); ++i) {
+          EXPECT_NEAR(y.at(i), expected_normal(seed, salt, i), tol)
               << "seed " << seed << " salt " << salt << " i " << i;
         }
       }
@@ -136,7 +136,7 @@ TEST(Randn, DrawsLookStandardNormal) {
   constexpr std::int64_t n = 1 << 16;
   const HostTensor y = run(randn_graph({n}, 3), {{"seed", seed_value(11)}}, ComputeType::f64);
   double sum = 0, sum_sq = 0, within_one = 0;
-  for (double v : y.values) {
+  for (double v : y.to_f64()) {
     sum += v;
     sum_sq += v * v;
     within_one += std::fabs(v) < 1.0 ? 1 : 0;
@@ -152,7 +152,7 @@ TEST(Randn, SameBitsForAnyThreadCountAndLargeOutputs) {
   for (ComputeType compute : kBothComputeTypes) {
     const HostTensor many = run(g, {{"seed", seed_value(9)}}, compute);
     tbb::global_control single(tbb::global_control::max_allowed_parallelism, 1);
-    EXPECT_EQ(run(g, {{"seed", seed_value(9)}}, compute).values, many.values);
+    EXPECT_EQ(run(g, {{"seed", seed_value(9)}}, compute).to_f64(), many.to_f64());
   }
 }
 
@@ -172,8 +172,8 @@ TEST(Randn, FrontEndUsesTheStepSeedInputAndAFreshSaltPerCall) {
   const auto again = tg::interpret(g, {{tg::kStepSeedInput, seed_value(1)}}).outputs;
   const auto other = tg::interpret(g, {{tg::kStepSeedInput, seed_value(2)}}).outputs;
   EXPECT_EQ(first.at("a"), again.at("a"));
-  EXPECT_NE(first.at("a").values, first.at("b").values);  // different salts, different draws
-  EXPECT_NE(first.at("a").values, other.at("a").values);  // different seeds, different draws
+  EXPECT_NE(first.at("a").to_f64(), first.at("b").to_f64());  // different salts, different draws
+  EXPECT_NE(first.at("a").to_f64(), other.at("a").to_f64());  // different seeds, different draws
 }
 
 TEST(Randn, BadInputIsAShapeErrorNamingTheOp) {
@@ -200,9 +200,9 @@ TEST(Dropout, KeepsExactlyTheElementsWhoseUniformReachesPAndScalesThem) {
         const bool keep = expected_keep(17, 4, i, p);
         const double expected = keep ? static_cast<double>(x[i]) / (1.0 - p) : 0.0;
         if (keep) {
-          EXPECT_NEAR(y.values[i], expected, 1e-6 * std::fabs(expected)) << "p " << p << " i " << i;
+          EXPECT_NEAR(y.at(i), expected, 1e-6 * std::fabs(expected)) << "p " << p << " i " << i;
         } else {
-          EXPECT_EQ(y.values[i], 0.0) << "p " << p << " i " << i;
+          EXPECT_EQ(y.at(i), 0.0) << "p " << p << " i " << i;
         }
       }
     }
@@ -216,7 +216,7 @@ TEST(Dropout, KeepsAboutOneMinusPOfTheElements) {
     const HostTensor y =
         run(dropout_graph({n}, p, 0), {{"x", HostTensor::f32({n}, x)}, {"seed", seed_value(5)}}, ComputeType::f64);
     double kept = 0;
-    for (double v : y.values) kept += v != 0.0 ? 1 : 0;
+    for (double v : y.to_f64()) kept += v != 0.0 ? 1 : 0;
     EXPECT_NEAR(kept / n, 1.0 - p, 0.015) << "p " << p;
   }
 }
@@ -229,10 +229,10 @@ TEST(Dropout, SameMaskInF32AndF64AndForAnyThreadCount) {
   const tg::Graph g = dropout_graph(shape, 0.3, 12);
   const HostTensor in_f64 = run(g, inputs, ComputeType::f64);
   const HostTensor in_f32 = run(g, inputs, ComputeType::f32);
-  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(in_f64.values[i] == 0.0, in_f32.values[i] == 0.0) << i;
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(in_f64.at(i) == 0.0, in_f32.at(i) == 0.0) << i;
   tbb::global_control single(tbb::global_control::max_allowed_parallelism, 1);
-  EXPECT_EQ(run(g, inputs, ComputeType::f64).values, in_f64.values);
-  EXPECT_EQ(run(g, inputs, ComputeType::f32).values, in_f32.values);
+  EXPECT_EQ(run(g, inputs, ComputeType::f64).to_f64(), in_f64.to_f64());
+  EXPECT_EQ(run(g, inputs, ComputeType::f32).to_f64(), in_f32.to_f64());
 }
 
 TEST(Dropout, GradientAppliesTheSameMaskAndScaleToTheCotangent) {
@@ -272,10 +272,10 @@ TEST(Dropout, GradientAppliesTheSameMaskAndScaleToTheCotangent) {
     const HostTensor& gx = out.at("grad.x");
     for (std::size_t i = 0; i < w.size(); ++i) {
       const double expected = expected_keep(3, salt, i, p) ? w[i] / (1.0 - p) : 0.0;
-      EXPECT_NEAR(gx.values[i], expected, 1e-6) << i;
+      EXPECT_NEAR(gx.at(i), expected, 1e-6) << i;
       // x is nonzero everywhere, so the forward output is zero exactly where the mask dropped.
-      if (out.at("y").values[i] == 0.0) {
-        EXPECT_EQ(gx.values[i], 0.0) << i;
+      if (out.at("y").at(i) == 0.0) {
+        EXPECT_EQ(gx.at(i), 0.0) << i;
       }
     }
   }

@@ -125,7 +125,7 @@ TEST(SafeFileInput, SymlinkToARegularFileIsRead) {
   TempDir dir;
   save_safetensors(dir.file("real.safetensors"), {{"a", HostTensor::f32({2}, {1.f, 2.f})}});
   fs::create_symlink(dir.file("real.safetensors"), dir.file("link.safetensors"));
-  EXPECT_EQ(load_safetensors(dir.file("link.safetensors")).tensors.at("a").values, (std::vector<double>{1, 2}));
+  EXPECT_EQ(load_safetensors(dir.file("link.safetensors")).tensors.at("a").to_f64(), (std::vector<double>{1, 2}));
 }
 
 TEST(SafeFileInput, LengthsAreBoundedByTheFileSize) {
@@ -134,7 +134,7 @@ TEST(SafeFileInput, LengthsAreBoundedByTheFileSize) {
   const std::string header = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
   const Bytes data(8, 0);
   write_bytes(path, raw_file(header, data, header.size()));
-  ASSERT_EQ(load_safetensors(path).tensors.at("a").values, (std::vector<double>{0, 0})) << "the base file is valid";
+  ASSERT_EQ(load_safetensors(path).tensors.at("a").to_f64(), (std::vector<double>{0, 0})) << "the base file is valid";
 
   write_bytes(path, raw_file(header, data, 1000));  // past the end, under the cap
   expect_refused([&] { load_safetensors(path); }, {path, "header length 1000 runs past the end", "-byte file"});
@@ -283,21 +283,21 @@ TEST_F(CheckpointTest, TensorNamesTypesAndDtypesAreChecked) {
 
 TEST_F(CheckpointTest, AdamSecondMomentMustNotBeNegative) {
   SafetensorsFile file = checkpoint;
-  file.tensors.at("l2.W.adam.v").values[1] = -0.5;
+  file.tensors.at("l2.W.adam.v").set(1, -0.5);
   expect_load_refused(file, {"'l2.W.adam.v' element 1", "never negative"});
 }
 
 TEST_F(CheckpointTest, NonFiniteValuesAreRefusedUnlessAllowed) {
   for (const double value : {std::nan(""), std::numeric_limits<double>::infinity()}) {
     SafetensorsFile file = checkpoint;
-    file.tensors.at("l1.W").values[4] = value;
+    file.tensors.at("l1.W").set(4, value);
     expect_load_refused(file, {"tensor 'l1.W' element 4", "not finite", "allow_nonfinite_params"});
     file = checkpoint;
-    file.tensors.at("l1.W.adam.m").values[2] = -value;
+    file.tensors.at("l1.W.adam.m").set(2, -value);
     expect_load_refused(file, {"tensor 'l1.W.adam.m' element 2", "not finite"});
   }
   SafetensorsFile file = checkpoint;
-  file.tensors.at("l1.W").values[4] = std::numeric_limits<double>::infinity();
+  file.tensors.at("l1.W").set(4, std::numeric_limits<double>::infinity());
   save_safetensors(bad, file.tensors, file.metadata);
   Training permissive = compile(spec(model, /*allow_nonfinite=*/true));
   permissive.load(bad);
@@ -397,7 +397,7 @@ TEST(SafeFileInput, SaveRemovesTheTemporaryFilesOfKilledSaves) {
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(dir.listing(), expected);
   EXPECT_EQ(read_bytes(dir.file(kept_files[0])), junk) << "another target's temporary file is untouched";
-  EXPECT_EQ(load_safetensors(target).tensors.at("a").values, std::vector<double>{1});
+  EXPECT_EQ(load_safetensors(target).tensors.at("a").to_f64(), std::vector<double>{1});
 }
 
 TEST(SafeFileInput, ConcurrentSavesOfOneTargetNeverRemoveEachOthersTemporaryFiles) {
@@ -419,7 +419,7 @@ TEST(SafeFileInput, ConcurrentSavesOfOneTargetNeverRemoveEachOthersTemporaryFile
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(dir.listing(), std::vector<std::string>{"shared.safetensors"});
-  EXPECT_EQ(load_safetensors(target).tensors.at("a").values.size(), 256U);
+  EXPECT_EQ(load_safetensors(target).tensors.at("a").size(), 256U);
 }
 
 }  // namespace

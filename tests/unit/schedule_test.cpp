@@ -108,9 +108,9 @@ TEST(Schedule, OptimizerStepInputsFeedTheScheduledRate) {
   const TensorMap sgd = optimizer_step_inputs({.kind = SgdConfig{}}, s, 2);
   ASSERT_EQ(sgd.size(), 1u);
   EXPECT_EQ(sgd.at(kLrInput).type, (TensorType{DType::f32, {}}));
-  EXPECT_DOUBLE_EQ(sgd.at(kLrInput).values[0], 0.3);
+  EXPECT_DOUBLE_EQ(sgd.at(kLrInput).at(0), 0.3);
   const TensorMap adam = optimizer_step_inputs({.kind = AdamConfig{.beta1 = 0.5}}, s, 1);
-  EXPECT_DOUBLE_EQ(adam.at(kStepSizeInput).values[0], 0.5 / (1 - 0.5));
+  EXPECT_DOUBLE_EQ(adam.at(kStepSizeInput).at(0), 0.5 / (1 - 0.5));
 }
 
 void expect_error(const std::function<void()>& f, const std::string& fragment) {

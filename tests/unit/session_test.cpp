@@ -47,13 +47,13 @@ TEST_P(SessionOnInterpreter, ParamsPersistAndWritebacksUpdateThem) {
     const RunResult r = s.run(data);
     ASSERT_TRUE(r.ok()) << r.failure().message;
     EXPECT_EQ(r.outputs().count("w.new"), 0u) << "writeback sources are not returned";
-    const double loss = r.output("loss").values[0];
+    const double loss = r.output("loss").at(0);
     EXPECT_LT(loss, previous) << "step " << step;
     previous = loss;
     for (std::size_t i = 0; i < 4; ++i) w[i] -= 0.1 * 2.0 * (x[i] * w[i] - 2.0 * x[i]) * x[i];
   }
-  EXPECT_EQ(s.param("steps").values[0], 5.0);
-  const std::vector<double> got = s.param("w").values;
+  EXPECT_EQ(s.param("steps").at(0), 5.0);
+  const std::vector<double> got = s.param("w").to_f64();
   for (std::size_t i = 0; i < 4; ++i) EXPECT_NEAR(got[i], w[i], 1e-5) << "w[" << i << "]";
 }
 
@@ -83,7 +83,7 @@ TEST_P(SessionOnInterpreter, BadInputsGiveFailedResultsNamingTheInput) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.failure().message.find("no input named 'z'"), std::string::npos) << r.failure().message;
   // Nothing was updated by the failed runs.
-  EXPECT_EQ(s.param("steps").values[0], 0.0);
+  EXPECT_EQ(s.param("steps").at(0), 0.0);
 
   EXPECT_THROW(s.set_param("x", HostTensor::f32({4}, {1, 2, 3, 4})), RuntimeError);  // a data input
   EXPECT_THROW(s.set_param("nope", HostTensor::f32({4}, {1, 2, 3, 4})), RuntimeError);
@@ -119,11 +119,11 @@ TEST_P(SessionOnInterpreter, ANonFiniteLossDiscardsTheUpdates) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.failure().kind, "nonfinite");
   EXPECT_NE(r.failure().message.find("output 'loss' is nan"), std::string::npos) << r.failure().message;
-  EXPECT_EQ(s.param("w").values, std::vector<double>(4, 1.0));
-  EXPECT_EQ(s.param("steps").values[0], 0.0);
+  EXPECT_EQ(s.param("w").to_f64(), std::vector<double>(4, 1.0));
+  EXPECT_EQ(s.param("steps").at(0), 0.0);
   r = s.run({{"x", HostTensor::f32({4}, {1, 2, 3, 4})}, {"y", HostTensor::f32({4}, {2, 4, 6, 8})}});
   ASSERT_TRUE(r.ok()) << r.failure().message;
-  EXPECT_EQ(s.param("steps").values[0], 1.0);
+  EXPECT_EQ(s.param("steps").at(0), 1.0);
   EXPECT_THROW(Session(sgd_graph(), {.backend = GetParam(), .commit_if_finite = "nope"}), Error);
 }
 
@@ -148,11 +148,11 @@ TEST_P(SessionOnInterpreter, NonFiniteParamsNeedTheOptIn) {
   Session lenient(sgd_graph(), {.backend = GetParam(), .allow_nonfinite_params = true});
   lenient.set_param("w", nan_w);
   lenient.set_param("steps", HostTensor::f32({}, {0.f}));
-  EXPECT_TRUE(std::isnan(lenient.param("w").values[1]));
+  EXPECT_TRUE(std::isnan(lenient.param("w").at(1)));
   const RunResult r =
       lenient.run({{"x", HostTensor::f32({4}, {1, 1, 1, 1})}, {"y", HostTensor::f32({4}, {0, 0, 0, 0})}});
   ASSERT_TRUE(r.ok());
-  EXPECT_TRUE(std::isnan(r.output("loss").values[0]));
+  EXPECT_TRUE(std::isnan(r.output("loss").at(0)));
 }
 
 }  // namespace

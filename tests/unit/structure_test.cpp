@@ -46,7 +46,7 @@ TEST(Narrow, SlicesOneAxisForEveryDtype) {
     for (std::int64_t i = 0; i < y.type.size(); ++i) {
       auto c = coords_of(y.type.shape, i);
       c[1] += 1;
-      EXPECT_EQ(y.values[static_cast<std::size_t>(i)], values[static_cast<std::size_t>(flat_of(in_shape, c))]);
+      EXPECT_EQ(y.at(static_cast<std::size_t>(i)), values[static_cast<std::size_t>(flat_of(in_shape, c))]);
     }
   });
 }
@@ -56,11 +56,11 @@ TEST(Narrow, NegativeAxisCountsFromTheEnd) {
   const auto y = run(
       {HostTensor::of({DType::f32, {3, 4}}, values)}, [](const auto& x) { return tg::narrow(x[0], -1, 2, 2); },
       ComputeType::f64);
-  EXPECT_EQ(y.values, (std::vector<double>{values[2], values[3], values[6], values[7], values[10], values[11]}));
+  EXPECT_EQ(y.to_f64(), (std::vector<double>{values[2], values[3], values[6], values[7], values[10], values[11]}));
   const auto first = run(
       {HostTensor::of({DType::f32, {3, 4}}, values)}, [](const auto& x) { return tg::narrow(x[0], 0, 2, 1); },
       ComputeType::f32);
-  EXPECT_EQ(first.values, (std::vector<double>(values.begin() + 8, values.end())));
+  EXPECT_EQ(first.to_f64(), (std::vector<double>(values.begin() + 8, values.end())));
 }
 
 TEST(Narrow, RefusesBadRanges) {
@@ -97,7 +97,7 @@ TEST(Pad, ZeroFillsAroundOneAxisForEveryDtype) {
           c[static_cast<std::size_t>(axis)] = inside;
           expected = values[static_cast<std::size_t>(flat_of(in_shape, c))];
         }
-        EXPECT_EQ(y.values[static_cast<std::size_t>(i)], expected) << "at " << i;
+        EXPECT_EQ(y.at(static_cast<std::size_t>(i)), expected) << "at " << i;
       }
     }
   });
@@ -108,12 +108,12 @@ TEST(Pad, NothingToPadIsTheIdentityAndEmptyInputsPad) {
   const auto same = run(
       {HostTensor::of({DType::f32, {2, 3}}, values)}, [](const auto& x) { return tg::pad(x[0], -1, 0, 0); },
       ComputeType::f32);
-  EXPECT_EQ(same.values, values);
+  EXPECT_EQ(same.to_f64(), values);
   const auto from_empty = run(
       {HostTensor::of({DType::i32, {2, 0}}, {})}, [](const auto& x) { return tg::pad(x[0], 1, 1, 1); },
       ComputeType::f64);
   EXPECT_EQ(from_empty.type, (TensorType{DType::i32, {2, 2}}));
-  EXPECT_EQ(from_empty.values, (std::vector<double>(4, 0.0)));
+  EXPECT_EQ(from_empty.to_f64(), (std::vector<double>(4, 0.0)));
 }
 
 TEST(Pad, RefusesNegativeAmountsAndBadAxes) {
@@ -141,8 +141,7 @@ TEST(Concat, JoinsAlongAnAxisForEveryDtype) {
       auto c = coords_of(y.type.shape, i);
       std::size_t k = 0;
       while (c[1] >= shapes[k][1]) c[1] -= shapes[k++][1];
-      EXPECT_EQ(y.values[static_cast<std::size_t>(i)],
-                inputs[k].values[static_cast<std::size_t>(flat_of(shapes[k], c))]);
+      EXPECT_EQ(y.at(static_cast<std::size_t>(i)), inputs[k].at(static_cast<std::size_t>(flat_of(shapes[k], c))));
     }
   });
 }
@@ -154,16 +153,16 @@ TEST(Concat, FirstAndLastAxesAndOneInput) {
   for (ComputeType compute : kComputeTypes) {
     EXPECT_EQ(run(
                   {a, b}, [](const auto& x) { return tg::concat(x, -1); }, compute)
-                  .values,
+                  .to_f64(),
               (std::vector<double>{1, 2, 5, 3, 4, 6}));
     EXPECT_EQ(run(
                   {a, c}, [](const auto& x) { return tg::concat(x, 0); }, compute)
-                  .values,
+                  .to_f64(),
               (std::vector<double>{1, 2, 3, 4, 7, 8}));
     EXPECT_EQ(run(
                   {a}, [](const auto& x) { return tg::concat(x); }, compute)
-                  .values,
-              a.values);
+                  .to_f64(),
+              a.to_f64());
   }
 }
 
@@ -213,19 +212,19 @@ TEST(StructureRules, RefuseRawAttributesTheFrontEndWouldNormalize) {
 TEST(StructureGrads, NarrowPadAndConcatRouteTheCotangent) {
   const auto x = HostTensor::of({DType::f32, {2, 5}}, sample_values(DType::f32, 10));
   const auto w_narrow = weights({2, 2});
-  EXPECT_EQ(gradients({x}, [](const auto& in) { return tg::narrow(in[0], 1, 3, 2); })[0].values,
+  EXPECT_EQ(gradients({x}, [](const auto& in) { return tg::narrow(in[0], 1, 3, 2); })[0].to_f64(),
             (std::vector<double>{0, 0, 0, w_narrow[0], w_narrow[1], 0, 0, 0, w_narrow[2], w_narrow[3]}));
   const auto w_pad = weights({2, 8});
   const auto g_pad = gradients({x}, [](const auto& in) { return tg::pad(in[0], 1, 1, 2); })[0];
   for (std::int64_t r = 0; r < 2; ++r)
     for (std::int64_t j = 0; j < 5; ++j)
-      EXPECT_EQ(g_pad.values[static_cast<std::size_t>(r * 5 + j)], w_pad[static_cast<std::size_t>(r * 8 + j + 1)]);
+      EXPECT_EQ(g_pad.at(static_cast<std::size_t>(r * 5 + j)), w_pad[static_cast<std::size_t>(r * 8 + j + 1)]);
   const auto a = HostTensor::of({DType::f32, {1, 3}}, sample_values(DType::f32, 3));
   const auto c = HostTensor::of({DType::f32, {2, 3}}, sample_values(DType::f32, 6, 1));
   const auto w_cat = weights({3, 3});
   const auto g_cat = gradients({a, c}, [](const auto& in) { return tg::concat(in, 0); });
-  EXPECT_EQ(g_cat[0].values, (std::vector<double>(w_cat.begin(), w_cat.begin() + 3)));
-  EXPECT_EQ(g_cat[1].values, (std::vector<double>(w_cat.begin() + 3, w_cat.end())));
+  EXPECT_EQ(g_cat[0].to_f64(), (std::vector<double>(w_cat.begin(), w_cat.begin() + 3)));
+  EXPECT_EQ(g_cat[1].to_f64(), (std::vector<double>(w_cat.begin() + 3, w_cat.end())));
 }
 
 // ---- registry ----

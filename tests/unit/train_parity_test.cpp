@@ -55,14 +55,14 @@ class TrainParity : public ::testing::TestWithParam<std::string> {
 // params do not) are the groups the PyTorch run gave AdamW, and the params are the same.
 TEST_P(TrainParity, ParamsAndDecayFlagsAreThoseOfThePyTorchRun) {
   const Trained run = train_on_golden(golden_, Backend::interp_f32, 0);
-  const std::vector<json::Value>& want = at(golden_.doc, "params").items;
+  const nlohmann::json& want = at(golden_.doc, "params");
   ASSERT_EQ(run.infos.size(), want.size());
   for (std::size_t i = 0; i < want.size(); ++i) {
-    EXPECT_EQ(run.infos[i].name, at(want[i], "name").text);
+    EXPECT_EQ(run.infos[i].name, at(want[i], "name").get<std::string>());
     Shape shape;
     for (double d : numbers(at(want[i], "shape"))) shape.push_back(static_cast<std::int64_t>(d));
     EXPECT_EQ(run.infos[i].shape, shape) << run.infos[i].name;
-    EXPECT_EQ(run.infos[i].decay, at(want[i], "decay").boolean) << run.infos[i].name;
+    EXPECT_EQ(run.infos[i].decay, at(want[i], "decay").get<bool>()) << run.infos[i].name;
   }
 }
 
@@ -77,9 +77,9 @@ TEST_P(TrainParity, Float64FollowsPyTorchsFloat64Trajectory) {
     EXPECT_LE(rel, kF64Rel) << "step " << t << ": tensorgrad " << run.loss[t] << ", PyTorch " << want[t];
   }
   for (const std::string& name : golden_param_names(golden_)) {
-    const std::vector<double>& got = run.params.at(name).values;
-    const std::vector<double>& final64 = golden_.tensors.at("final64." + name).values;
-    const std::vector<double>& init = golden_.tensors.at("init." + name).values;
+    const auto got = run.params.at(name).to_f64();
+    const auto final64 = golden_.tensors.at("final64." + name).to_f64();
+    const auto init = golden_.tensors.at("init." + name).to_f64();
     if (gradient_is_exactly_zero(name)) {
       // The premise: in float64 the noise is far below Adam's eps, so PyTorch hardly moved it.
       EXPECT_LT(max_abs_diff(final64, init), 1e-9) << name;

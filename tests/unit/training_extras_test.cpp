@@ -122,8 +122,8 @@ TEST(TrainingSetLr, NewScheduleStartsAtTheNextStep) {
     const TensorMap after = train.download_param_tensors(), grads = train.download_param_grad_tensors();
     const double lr = lr_at(decay, k);  // 0.1, then 0.075
     for (const auto& [name, g] : grads) {
-      for (std::size_t i = 0; i < g.values.size(); ++i) {
-        EXPECT_NEAR(after.at(name).values[i], before.at(name).values[i] - lr * g.values[i], 1e-15) << name;
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        EXPECT_NEAR(after.at(name).at(i), before.at(name).at(i) - lr * g.at(i), 1e-15) << name;
       }
     }
   }
@@ -203,7 +203,7 @@ TEST(TrainingReplaceModel, SwapsTheModelAndKeepsForwardsValid) {
   EXPECT_EQ(train.steps(), 0);
   EXPECT_EQ(train.download_params().at("l1.W").size(), 12U);
   for (const auto& [name, t] : train.download_optimizer_state())
-    for (const double v : t.values) EXPECT_EQ(v, 0.0) << name;
+    for (const double v : t.to_f64()) EXPECT_EQ(v, 0.0) << name;
   TrainingSpec<Net> reference = net_spec(big);
   reference.seed = 9;
   EXPECT_EQ(train.download_params(), compile(std::move(reference)).download_params());

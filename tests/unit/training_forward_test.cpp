@@ -53,8 +53,7 @@ std::vector<double> expected_predictions(const Training& train, const HostTensor
   const TensorMap p = train.download_param_tensors();
   std::vector<double> out;
   for (std::int64_t i = 0; i < x.type.shape[0]; ++i) {
-    out.push_back(x.values[2 * i] * p.at("l.W").values[0] + x.values[2 * i + 1] * p.at("l.W").values[1] +
-                  p.at("l.b").values[0]);
+    out.push_back(x.at(2 * i) * p.at("l.W").at(0) + x.at(2 * i + 1) * p.at("l.W").at(1) + p.at("l.b").at(0));
   }
   return out;
 }
@@ -65,7 +64,7 @@ void expect_predictions(Forward& forward, const Training& train, std::int64_t b)
   ASSERT_TRUE(r.ok()) << r.failure().message;
   EXPECT_EQ(r.output().type, (TensorType{DType::f32, {b, 1}}));
   const std::vector<double> want = expected_predictions(train, x);
-  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(r.output().values[i], want[i], 1e-15) << "row " << i;
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(r.output().at(i), want[i], 1e-15) << "row " << i;
 }
 
 TEST(TrainingForward, SeesEveryParamChange) {

@@ -196,7 +196,7 @@ std::vector<BadInputCase> device_state_cases() {
            [] {
              return VkSession().with([](Session& s) {
                HostTensor x = VkSession::x_value();
-               x.values[4] = kNaN;
+               x.set(4, kNaN);
                throw_if_failed(s.run({{"x", x}}));
              });
            },
@@ -227,7 +227,7 @@ std::vector<BadInputCase> device_state_cases() {
              TensorMap batch{{"x", HostTensor::of({DType::f32, {4, 2}}, {1, 2, 3, 4, 5, 6, 7, 8})},
                              {"y", HostTensor::of({DType::f32, {4, 1}}, {1, 0, 1, 0})}};
              if (!train->step(batch).ok()) throw Error("the setup step failed");
-             batch["y"].values[2] = kNaN;
+             batch["y"].set(2, kNaN);
              return BadCall{[net, train, batch] { throw_if_failed(train->step(batch)); },
                             [train] {
                               return tg::testing::bits(train->download_param_tensors()) +

@@ -65,10 +65,10 @@ TEST_F(VkTest, BoundaryReduceRowModesAndChunks) {
   // Across chunks: row 1 of split8193 ties its maximum at 100 (chunk 0) and 8192 (chunk 1), the
   // first wins; row 2 has its only NaN in the last chunk (max and the arg-ops pick it). parts33
   // ties its minimum at 5 and in its last slot, and has its maximum in the last chunk.
-  std::vector<double>& split = in.at("split8193").values;
+  auto split = in.at("split8193").mutable_wide();
   split[8193 + 100] = split[8193 + 8192] = 5.0;
   split[2 * 8193 + 8192] = std::numeric_limits<double>::quiet_NaN();
-  std::vector<double>& parts = in.at("parts33").values;
+  auto parts = in.at("parts33").mutable_wide();
   parts[5] = parts[262144] = -5.0;
   parts[262140] = 5.0;
   const auto labels = check_boundaries(ctx, g, in, check);
@@ -99,7 +99,7 @@ TEST_F(VkTest, BoundarySoftmaxRowModesAndChunks) {
     in.emplace(r.name, random_f32(r.shape, ++seed));
   }
   // A row around 1000 across two chunks: the maximum must come from every chunk.
-  for (std::size_t i = 8193; i < 2 * 8193; ++i) in.at("split8193").values[i] += 1000.0;
+  for (std::size_t i = 8193; i < 2 * 8193; ++i) in.at("split8193").mutable_wide()[i] += 1000.0;
   const auto labels = check_boundaries(ctx, b.take(), in);
   EXPECT_EQ(labels.at("softmax (chunk maxima)"), 4u);  // split8193, split255rows, parts33, strided
   EXPECT_EQ(labels.at("log_softmax (chunk sums)"), 4u);

@@ -87,7 +87,7 @@ std::string compare(const std::shared_ptr<Context>& ctx, const GraphCase& c, con
   const InterpResult oracle = interpret(c.graph, c.inputs, {.compute = ComputeType::f64, .keep_all_values = true});
   double scale = 1.0;
   for (const HostTensor& t : oracle.values)
-    for (double v : t.values)
+    for (double v : t.to_f64())
       if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
   const double tol = tg::testing::graph_tolerance(c.graph) * scale;
   Program program(ctx, c.graph, options);
@@ -95,8 +95,8 @@ std::string compare(const std::shared_ptr<Context>& ctx, const GraphCase& c, con
   for (const auto& [name, want] : oracle.outputs) {
     const HostTensor& g = got.at(name);
     if (g.type != want.type) return "output " + name + " has type " + g.type.to_string();
-    for (std::size_t i = 0; i < want.values.size(); ++i) {
-      const double d = want.values[i], f = g.values[i];
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      const double d = want.at(i), f = g.at(i);
       const bool ok =
           (std::isnan(d) && std::isnan(f)) || (is_float(want.type.dtype) ? std::fabs(f - d) <= tol : f == d);
       if (!ok) {

@@ -67,12 +67,12 @@ TEST_F(VkTest, TrainingStepsAndForwardsFromManyThreadsEqualTheSerialCalls) {
   Training serial = compile_on(model, ctx);
   Forward serial_forward = serial.attach(ForwardSpec<LinReg>{.forward = predict, .inputs = {{"x", {{3, 2}}}}});
   std::multiset<double> serial_losses;
-  std::vector<std::vector<double>> serial_outputs{serial_forward.run(probe()).output().values};
+  std::vector<std::vector<double>> serial_outputs{serial_forward.run(probe()).output().to_f64()};
   for (int i = 0; i < kSteps; ++i) {
     const StepResult r = serial.step(batch());
     ASSERT_TRUE(r.ok()) << r.failure().message;
     serial_losses.insert(r.loss());
-    serial_outputs.push_back(serial_forward.run(probe()).output().values);
+    serial_outputs.push_back(serial_forward.run(probe()).output().to_f64());
   }
 
   // Its own context: the serial training's is not used from the threads.
@@ -98,7 +98,7 @@ TEST_F(VkTest, TrainingStepsAndForwardsFromManyThreadsEqualTheSerialCalls) {
         } else {
           const ForwardResult r = forward.run(probe());
           const std::lock_guard lock(seen_mutex);
-          if (r.ok()) outputs.push_back(r.output().values);
+          if (r.ok()) outputs.push_back(r.output().to_f64());
           if (!r.ok()) failures.push_back(r.failure().kind + ": " + r.failure().message);
         }
       }

@@ -122,8 +122,8 @@ TEST_F(VkTest, NanInfAndSignedZeroSurviveMinMaxAndRelu) {
     Program program(ctx, g, {.fuse_elementwise = fuse});
     const TensorMap got = program.run(in);
     for (const auto& [name, w] : want) {
-      for (std::size_t i = 0; i < w.values.size(); ++i) {
-        const double v = got.at(name).values[i], r = w.values[i];
+      for (std::size_t i = 0; i < w.size(); ++i) {
+        const double v = got.at(name).at(i), r = w.at(i);
         if (std::isnan(r)) {
           EXPECT_TRUE(std::isnan(v)) << name << "[" << i << "] = " << v << ", want NaN (fused " << fuse << ")";
         } else {
@@ -151,9 +151,9 @@ TEST_F(VkTest, DenormalsSurviveWhereTheDeviceKeepsThem) {
   const TensorMap in{{"x", HostTensor::f32({4}, {static_cast<float>(tiny), static_cast<float>(-tiny), 0.f, 1.f})}};
   Program program(ctx, g);
   const TensorMap got = program.run(in);
-  EXPECT_EQ(got.at("relu").values[0], tiny);
-  EXPECT_EQ(got.at("scaled").values[0], 2 * tiny);
-  EXPECT_EQ(got.at("scaled").values[1], -2 * tiny);
+  EXPECT_EQ(got.at("relu").at(0), tiny);
+  EXPECT_EQ(got.at("scaled").at(0), 2 * tiny);
+  EXPECT_EQ(got.at("scaled").at(1), -2 * tiny);
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 

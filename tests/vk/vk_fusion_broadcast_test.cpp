@@ -39,10 +39,10 @@ Counts expect_same_bits(const std::shared_ptr<Context>& ctx, const Graph& g, con
   for (const auto& [name, x] : a) {
     const HostTensor& y = b.at(name);
     EXPECT_EQ(x.type, y.type) << name;
-    for (std::size_t i = 0; i < x.values.size() && i < y.values.size(); ++i) {
-      if (std::bit_cast<std::uint32_t>(static_cast<float>(x.values[i])) !=
-          std::bit_cast<std::uint32_t>(static_cast<float>(y.values[i]))) {
-        ADD_FAILURE() << name << "[" << i << "]: unfused " << x.values[i] << ", fused " << y.values[i];
+    for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) {
+      if (std::bit_cast<std::uint32_t>(static_cast<float>(x.at(i))) !=
+          std::bit_cast<std::uint32_t>(static_cast<float>(y.at(i)))) {
+        ADD_FAILURE() << name << "[" << i << "]: unfused " << x.at(i) << ", fused " << y.at(i);
         break;
       }
     }
@@ -209,7 +209,7 @@ TEST_F(VkTest, FusionJoinsAComparisonAndTheWhereThatReadsIt) {
   const Graph graph = b.take();
   TensorMap in{
       {"x", random_f32({256, 64}, 15)}, {"g", random_f32({256, 64}, 16)}, {"zero", HostTensor::f32({}, {0.f})}};
-  in.at("x").values[3] = std::numeric_limits<double>::quiet_NaN();
+  in.at("x").set(3, std::numeric_limits<double>::quiet_NaN());
   const Counts fused = expect_same_bits(ctx, graph, in);
   EXPECT_EQ(fused.plain, 10u);  // the literal 2 is a constant, computed once
   EXPECT_EQ(fused.fused, 1u);

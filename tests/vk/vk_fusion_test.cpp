@@ -37,10 +37,9 @@ std::string bit_difference(const TensorMap& a, const TensorMap& b, bool any_nan 
   for (const auto& [name, x] : a) {
     const HostTensor& y = b.at(name);
     if (x.type != y.type) return name + ": types differ";
-    for (std::size_t i = 0; i < x.values.size(); ++i) {
-      if (bits(x.values[i]) != bits(y.values[i]) && !(any_nan && std::isnan(x.values[i]) && std::isnan(y.values[i]))) {
-        return name + "[" + std::to_string(i) + "]: " + std::to_string(x.values[i]) + " vs " +
-               std::to_string(y.values[i]);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (bits(x.at(i)) != bits(y.at(i)) && !(any_nan && std::isnan(x.at(i)) && std::isnan(y.at(i)))) {
+        return name + "[" + std::to_string(i) + "]: " + std::to_string(x.at(i)) + " vs " + std::to_string(y.at(i));
       }
     }
   }
@@ -222,7 +221,7 @@ TensorMap special_inputs(const TensorMap& inputs, std::uint32_t seed) {
   std::mt19937 rng(seed);
   TensorMap out;
   for (const auto& [name, t] : inputs) {
-    std::vector<float> v(t.values.size());
+    std::vector<float> v(t.size());
     for (float& x : v) x = values[std::uniform_int_distribution<std::size_t>(0, values.size() - 1)(rng)];
     out[name] = HostTensor::f32(t.type.shape, v);
   }
@@ -259,8 +258,8 @@ TEST_F(VkTest, FusedRunsGiveTheUnfusedBitsAndMatchTheF64Oracle) {
     const InterpResult oracle = interpret(c.graph, c.inputs, {.compute = ComputeType::f64, .keep_all_values = true});
     const double tol = testing::f32_tolerance(c.graph, oracle);
     for (const auto& [name, expected] : oracle.outputs) {
-      for (std::size_t i = 0; i < expected.values.size(); ++i) {
-        EXPECT_NEAR(got.at(name).values[i], expected.values[i], tol) << name << "[" << i << "]";
+      for (std::size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_NEAR(got.at(name).at(i), expected.at(i), tol) << name << "[" << i << "]";
       }
     }
   }
@@ -377,7 +376,7 @@ TEST_F(VkTest, SpecialValuesKeepTheirBitsWhenFused) {
       for (std::size_t i = 0; i < xv.size(); ++i) {
         const bool denormal = std::fpclassify(xv[i]) == FP_SUBNORMAL || std::fpclassify(yv[i]) == FP_SUBNORMAL;
         if (denormal && !denormals_kept) continue;
-        const double a = got.at(name).values[i], r = ref.at(name).values[i];
+        const double a = got.at(name).at(i), r = ref.at(name).at(i);
         if (std::isnan(r)) {
           EXPECT_TRUE(std::isnan(a)) << name << "[" << i << "]";
         } else {

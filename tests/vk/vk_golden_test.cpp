@@ -76,13 +76,13 @@ std::string ops_without_kernel(const Graph& g) {
 std::optional<std::string> first_bit_difference(const TensorMap& a, const TensorMap& b) {
   for (const auto& [name, x] : a) {
     const HostTensor& y = b.at(name);
-    for (std::size_t i = 0; i < x.values.size(); ++i) {
-      const bool same = x.type.dtype == DType::f32 ? std::bit_cast<std::uint32_t>(static_cast<float>(x.values[i])) ==
-                                                         std::bit_cast<std::uint32_t>(static_cast<float>(y.values[i]))
-                                                   : x.values[i] == y.values[i];
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const bool same = x.type.dtype == DType::f32 ? std::bit_cast<std::uint32_t>(static_cast<float>(x.at(i))) ==
+                                                         std::bit_cast<std::uint32_t>(static_cast<float>(y.at(i)))
+                                                   : x.at(i) == y.at(i);
       if (!same) {
-        return name + "[" + std::to_string(i) + "]: " + golden::format_number(x.values[i]) + " vs " +
-               golden::format_number(y.values[i]);
+        return name + "[" + std::to_string(i) + "]: " + golden::format_number(x.at(i)) + " vs " +
+               golden::format_number(y.at(i));
       }
     }
   }

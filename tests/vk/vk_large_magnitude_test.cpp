@@ -33,11 +33,11 @@ double tiny_unit(const std::shared_ptr<Context>& ctx) { return ctx->preserves_de
 // Empty when both runs hold the same bits in every output.
 std::string bit_difference(const TensorMap& a, const TensorMap& b) {
   for (const auto& [name, t] : a) {
-    const auto& u = b.at(name).values;
-    for (std::size_t i = 0; i < t.values.size(); ++i) {
-      if (std::bit_cast<std::uint32_t>(static_cast<float>(t.values[i])) !=
+    const auto u = b.at(name).to_f64();
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      if (std::bit_cast<std::uint32_t>(static_cast<float>(t.at(i))) !=
           std::bit_cast<std::uint32_t>(static_cast<float>(u[i]))) {
-        return name + "[" + std::to_string(i) + "]: " + fmt(t.values[i]) + " vs " + fmt(u[i]);
+        return name + "[" + std::to_string(i) + "]: " + fmt(t.at(i)) + " vs " + fmt(u[i]);
       }
     }
   }
@@ -59,10 +59,10 @@ struct Worst {
 
 void check_case(const std::shared_ptr<Context>& ctx, const Case& c, Worst& worst) {
   SCOPED_TRACE(c.label);
-  const auto& x = c.inputs.at("x").values;
-  const auto oracle = interpret(c.forward, c.inputs, {.compute = ComputeType::f64}).outputs.at("y").values;
+  const auto x = c.inputs.at("x").to_f64();
+  const auto oracle = interpret(c.forward, c.inputs, {.compute = ComputeType::f64}).outputs.at("y").to_f64();
   const TensorMap got = run_both_ways(ctx, c.forward, c.inputs);
-  const Comparison forward = compare("y", x, oracle, got.at("y").values, forward_allowed(c, oracle, tiny_unit(ctx)));
+  const Comparison forward = compare("y", x, oracle, got.at("y").to_f64(), forward_allowed(c, oracle, tiny_unit(ctx)));
   EXPECT_FALSE(forward.failure) << *forward.failure;
   worst.forward = std::max(worst.forward, forward.worst);
   if (c.times_two) return;
@@ -71,9 +71,9 @@ void check_case(const std::shared_ptr<Context>& ctx, const Case& c, Worst& worst
   const Graph grad_graph = gradient_graph(c, inputs, 0x9a4d + x.size());
   const auto grad_oracle = interpret(grad_graph, inputs, {.compute = ComputeType::f64}).outputs;
   const TensorMap grad_got = run_both_ways(ctx, grad_graph, inputs);
-  const auto& g = grad_oracle.at("grad.x").values;
-  const Comparison gradient = compare("grad.x", x, g, grad_got.at("grad.x").values,
-                                      gradient_allowed(c, inputs, grad_oracle.at("y").values, g, tiny_unit(ctx)));
+  const auto g = grad_oracle.at("grad.x").to_f64();
+  const Comparison gradient = compare("grad.x", x, g, grad_got.at("grad.x").to_f64(),
+                                      gradient_allowed(c, inputs, grad_oracle.at("y").to_f64(), g, tiny_unit(ctx)));
   EXPECT_FALSE(gradient.failure) << *gradient.failure << "gradient graph:\n"
                                  << print_graph(grad_graph, {.locations = false});
   worst.gradient = std::max(worst.gradient, gradient.worst);

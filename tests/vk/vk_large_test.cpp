@@ -56,20 +56,20 @@ TEST_F(VkTest, LargeValuesPastTwoGiBInAPlanPastFourGiB) {
   EXPECT_GE(stats.block_bytes.size(), 2u);
 
   HostTensor in = HostTensor::filled(g.type(x.id()), 0.0);
-  for (std::int64_t i = 0; i < n; ++i) in.values[static_cast<std::size_t>(i)] = static_cast<double>(i % 8);
-  in.values.back() = 9.0;  // the maximum sits in the last slot
+  for (std::int64_t i = 0; i < n; ++i) in.set(static_cast<std::size_t>(i), static_cast<double>(i % 8));
+  in.set(in.size() - 1, 9.0);  // the maximum sits in the last slot
   const TensorMap out = program.run({{"x", in}});
-  std::vector<double>().swap(in.values);  // give the host memory back before reading y
+  in = HostTensor{};  // give the host memory back before reading y
   const double exact_sum = static_cast<double>(n / 8) * 28.0 - 7.0 + 9.0;
-  EXPECT_NEAR(out.at("sum_x").values[0], exact_sum, 1e-6 * exact_sum);
-  EXPECT_EQ(out.at("max_y").values[0], 19.0);
-  EXPECT_EQ(out.at("argmax_x").values[0], static_cast<double>(n - 1));
+  EXPECT_NEAR(out.at("sum_x").at(0), exact_sum, 1e-6 * exact_sum);
+  EXPECT_EQ(out.at("max_y").at(0), 19.0);
+  EXPECT_EQ(out.at("argmax_x").at(0), static_cast<double>(n - 1));
   const HostTensor ys = program.read_output("y");
-  ASSERT_EQ(ys.values.size(), static_cast<std::size_t>(n));
+  ASSERT_EQ(ys.size(), static_cast<std::size_t>(n));
   std::int64_t wrong = 0, first_wrong = -1;
   for (std::int64_t i = 0; i < n; ++i) {
     const double want = i == n - 1 ? 19.0 : 2.0 * static_cast<double>(i % 8) + 1.0;
-    if (ys.values[static_cast<std::size_t>(i)] != want) {
+    if (ys.at(static_cast<std::size_t>(i)) != want) {
       if (first_wrong < 0) first_wrong = i;
       ++wrong;
     }

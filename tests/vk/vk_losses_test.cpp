@@ -119,7 +119,7 @@ TEST_F(VkTest, LossSumsOverManyRowsAddTheRowLossesInOrder) {
       Program program(ctx, g);
       EXPECT_EQ(program.stats().dispatches, rows > 256 ? 5u : 3u);
       const TensorMap got = program.run(random_loss_inputs({rows, classes}, 91));
-      const std::vector<double>& losses = got.at("none").values;
+      const auto losses = got.at("none").to_f64();
       std::array<float, 256> partial{};
       for (std::size_t row = 0; row < losses.size(); ++row) partial[row % 256] += static_cast<float>(losses[row]);
       float total = 0.f;
@@ -128,9 +128,9 @@ TEST_F(VkTest, LossSumsOverManyRowsAddTheRowLossesInOrder) {
         for (std::size_t i = 1; i < 16; ++i) r += partial[16 * group + i];
         total = group == 0 ? r : total + r;
       }
-      EXPECT_EQ(static_cast<float>(got.at("sum").values[0]), total);
+      EXPECT_EQ(static_cast<float>(got.at("sum").at(0)), total);
       const float mean = total / static_cast<float>(rows);
-      EXPECT_NEAR(got.at("mean").values[0], mean, 2 * std::abs(mean) * std::numeric_limits<float>::epsilon());
+      EXPECT_NEAR(got.at("mean").at(0), mean, 2 * std::abs(mean) * std::numeric_limits<float>::epsilon());
     }
   }
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
@@ -143,12 +143,12 @@ TEST_F(VkTest, LossesOverNoPositions) {
     Program program(ctx, g);
     const TensorMap got = program.run(
         {{"x", HostTensor::of({DType::f32, {0, classes}}, {})}, {"t", HostTensor::of({DType::i32, {0}}, {})}});
-    EXPECT_EQ(got.at("nll_none").values.size(), 0u);
-    EXPECT_EQ(got.at("ce_none").values.size(), 0u);
-    EXPECT_EQ(got.at("nll_sum").values, std::vector<double>{0.0});
-    EXPECT_EQ(got.at("ce_sum").values, std::vector<double>{0.0});
-    EXPECT_TRUE(std::isnan(got.at("nll_mean").values.at(0)));  // as the interpreter: 0 / 0
-    EXPECT_TRUE(std::isnan(got.at("ce_mean").values.at(0)));
+    EXPECT_EQ(got.at("nll_none").size(), 0u);
+    EXPECT_EQ(got.at("ce_none").size(), 0u);
+    EXPECT_EQ(got.at("nll_sum").to_f64(), std::vector<double>{0.0});
+    EXPECT_EQ(got.at("ce_sum").to_f64(), std::vector<double>{0.0});
+    EXPECT_TRUE(std::isnan(got.at("nll_mean").at(0)));  // as the interpreter: 0 / 0
+    EXPECT_TRUE(std::isnan(got.at("ce_mean").at(0)));
   }
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
@@ -188,7 +188,7 @@ TEST_F(VkTest, LossesPropagateInfinitiesAndNansAsTheInterpreter) {
                        {"t", HostTensor::of({DType::i32, {6}}, t)}};
     check(ctx, g, in);
     const TensorMap got = Program(ctx, g).run(in);
-    const std::vector<double>& ce = got.at("ce").values;
+    const auto ce = got.at("ce").to_f64();
     EXPECT_TRUE(std::isfinite(ce[0]));
     EXPECT_EQ(ce[1], inf);
     EXPECT_TRUE(std::isnan(ce[2]));
@@ -250,8 +250,8 @@ TEST_F(VkTest, LossTargetsOutOfRangeThrowTheInterpretersError) {
         TensorMap in = random_loss_inputs({300, classes}, 71);
         Program program(ctx, g);
         // Rows 290 (== classes) and 137 (-1) are bad: the report names the first, 137.
-        in.at("t").values[290] = static_cast<double>(classes);
-        in.at("t").values[137] = -1;
+        in.at("t").set(290, static_cast<double>(classes));
+        in.at("t").set(137, -1);
         try {
           program.run(in);
           ADD_FAILURE() << "no error for out-of-range targets";
@@ -263,7 +263,7 @@ TEST_F(VkTest, LossTargetsOutOfRangeThrowTheInterpretersError) {
           EXPECT_NE(what.find("element 137"), std::string::npos) << what;
         }
         // Only the later one bad: its value is reported.
-        in.at("t").values[137] = 0;
+        in.at("t").set(137, 0);
         try {
           program.run(in);
           ADD_FAILURE() << "no error for an out-of-range target";
@@ -273,10 +273,10 @@ TEST_F(VkTest, LossTargetsOutOfRangeThrowTheInterpretersError) {
           EXPECT_NE(what.find("element 290"), std::string::npos) << what;
         }
         // Fixed again: the same program runs clean (the status word is reset every run).
-        in.at("t").values[290] = 1;
+        in.at("t").set(290, 1);
         const TensorMap got = program.run(in);
         const TensorMap want = interpret(g, in).outputs;
-        EXPECT_NEAR(got.at("loss").values[0], want.at("loss").values[0], 1e-4);
+        EXPECT_NEAR(got.at("loss").at(0), want.at("loss").at(0), 1e-4);
       }
     }
   }

@@ -73,9 +73,9 @@ KernelLaunch plan(const Graph& g, int which) {
 void expect_same_bits(const HostTensor& want, const HostTensor& got, const std::string& what) {
   ASSERT_EQ(want.type, got.type) << what;
   std::size_t bad = 0;
-  for (std::size_t i = 0; i < want.values.size(); ++i) {
-    const auto x = static_cast<float>(want.values[i]);
-    const auto y = static_cast<float>(got.values[i]);
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const auto x = static_cast<float>(want.at(i));
+    const auto y = static_cast<float>(got.at(i));
     if (std::memcmp(&x, &y, sizeof(float)) != 0 && ++bad <= 5) {
       ADD_FAILURE() << what << ": c[" << i << "] Vulkan " << y << ", f32 interpreter " << x;
     }

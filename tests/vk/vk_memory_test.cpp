@@ -79,20 +79,20 @@ TEST_F(VkTest, OneBlockPerValueKeepsResidentParamsWritebacksAndChecks) {
   for (int step = 0; step < 3; ++step) {
     const TensorMap out = program.run({{"x", xs}, {"ids", good}});
     float loss = 0.f;
-    for (int i = 0; i < 64; ++i) loss += static_cast<float>(xs.values[static_cast<std::size_t>(i)]) * wv[i];
-    EXPECT_NEAR(out.at("loss").values[0], loss, 1e-4 * (1 + std::abs(loss))) << "step " << step;
-    for (int i = 0; i < 64; ++i) wv[i] -= 0.5f * static_cast<float>(xs.values[static_cast<std::size_t>(i)]);
+    for (int i = 0; i < 64; ++i) loss += static_cast<float>(xs.at(static_cast<std::size_t>(i))) * wv[i];
+    EXPECT_NEAR(out.at("loss").at(0), loss, 1e-4 * (1 + std::abs(loss))) << "step " << step;
+    for (int i = 0; i < 64; ++i) wv[i] -= 0.5f * static_cast<float>(xs.at(static_cast<std::size_t>(i)));
     EXPECT_EQ(program.read_input("w").to_f32(), wv) << "step " << step;
     const HostTensor table_now = program.read_input("table");
     for (int r = 0; r < 5; ++r)
       for (int c = 0; c < 3; ++c)
-        EXPECT_EQ(out.at("rows").values[static_cast<std::size_t>(3 * r + c)],
-                  table_now.values[static_cast<std::size_t>(3 * good.values[static_cast<std::size_t>(r)] + c)]);
+        EXPECT_EQ(out.at("rows").at(static_cast<std::size_t>(3 * r + c)),
+                  table_now.at(static_cast<std::size_t>(3 * good.to_f64()[static_cast<std::size_t>(r)] + c)));
   }
   const HostTensor scaled = program.read_output("scaled");
   for (int i = 0; i < 64; ++i)
-    EXPECT_EQ(scaled.values[static_cast<std::size_t>(i)],
-              static_cast<double>(static_cast<float>(xs.values[static_cast<std::size_t>(i)]) * 3.f));
+    EXPECT_EQ(scaled.at(static_cast<std::size_t>(i)),
+              static_cast<double>(static_cast<float>(xs.at(static_cast<std::size_t>(i))) * 3.f));
   try {
     program.run({{"x", xs}, {"ids", HostTensor::i32({5}, {0, 1, 2, 12, 4})}});
     FAIL() << "expected the index check to fire";

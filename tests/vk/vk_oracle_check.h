@@ -55,7 +55,7 @@ inline HostTensor small_integers_f32(Shape shape, std::uint32_t seed) {
 inline double f32_tolerance(const Graph& g, const InterpResult& oracle) {
   double scale = 1.0;
   for (const HostTensor& t : oracle.values)
-    for (double v : t.values)
+    for (double v : t.to_f64())
       if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
   return tg::testing::graph_tolerance(g) * scale;
 }
@@ -91,8 +91,8 @@ inline void check_against_oracle(const std::shared_ptr<Context>& ctx, const Grap
       const auto bound = options.tolerance.find(name);
       const double tol = bound == options.tolerance.end() ? otherwise : bound->second;
       std::size_t bad = 0;
-      for (std::size_t i = 0; i < want.values.size(); ++i) {
-        const double w = want.values[i], v = out.values[i];
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        const double w = want.at(i), v = out.at(i);
         const bool equal = v == w && (!options.signed_zeros || std::signbit(v) == std::signbit(w));
         // With a bound of 0 only `equal` passes, so the sign-of-zero check is not bypassed.
         const bool ok = (std::isnan(w) && std::isnan(v)) || equal || (tol > 0 && std::fabs(v - w) <= tol);
@@ -109,7 +109,7 @@ inline void check_against_oracle(const std::shared_ptr<Context>& ctx, const Grap
   if (options.replay) {
     const TensorMap again = program.run(in);
     for (const auto& [name, t] : first) {
-      EXPECT_TRUE(same_bits(t.values, again.at(name).values)) << name << " not bitwise replayable";
+      EXPECT_TRUE(same_bits(t.to_f64(), again.at(name).to_f64())) << name << " not bitwise replayable";
     }
   }
   if (options.guards) {

@@ -46,9 +46,9 @@ void expect_same_bits(const TensorMap& a, const TensorMap& b) {
   for (const auto& [name, x] : a) {
     const HostTensor& y = b.at(name);
     ASSERT_EQ(x.type, y.type) << name;
-    for (std::size_t i = 0; i < x.values.size(); ++i) {
-      EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(x.values[i])),
-                std::bit_cast<std::uint32_t>(static_cast<float>(y.values[i])))
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(x.at(i))),
+                std::bit_cast<std::uint32_t>(static_cast<float>(y.at(i))))
           << name << "[" << i << "]";
     }
   }
@@ -97,15 +97,15 @@ TEST_F(VkTest, OtherSpecializationConstantsCompileTheirOwnPipeline) {
   const TensorMap in = mixed_inputs();
   const TensorMap add_result = add_program.run(in);
   const TensorMap mul_result = mul_program.run(in);
-  EXPECT_NE(add_result.at("z").values, mul_result.at("z").values);
+  EXPECT_NE(add_result.at("z").to_f64(), mul_result.at("z").to_f64());
   expect_same_bits({{"s", add_result.at("s")}}, {{"s", mul_result.at("s")}});
   // Against the interpreter: neither program ran the other's pipeline.
   for (const bool multiply : {false, true}) {
     const Graph g = mixed_graph(multiply);
     const TensorMap want = interpret(g, in, {.compute = ComputeType::f32}).outputs;
     const TensorMap& got = multiply ? mul_result : add_result;
-    for (std::size_t i = 0; i < want.at("z").values.size(); ++i)
-      EXPECT_NEAR(got.at("z").values[i], want.at("z").values[i], 1e-5 * (1 + std::fabs(want.at("z").values[i])));
+    for (std::size_t i = 0; i < want.at("z").size(); ++i)
+      EXPECT_NEAR(got.at("z").at(i), want.at("z").at(i), 1e-5 * (1 + std::fabs(want.at("z").at(i))));
   }
 
   // The key directly: shader, binding count, push-constant bytes and each constant all count.
@@ -192,8 +192,8 @@ TEST_F(VkTest, HeldPipelinesStayWithinTheBoundAndKeepThoseInUse) {
   EXPECT_GE(ctx->pipeline_stats().held, program.stats().pipelines_created + program.stats().pipelines_reused);
   const TensorMap want = interpret(mixed_graph(false), mixed_inputs(), {.compute = ComputeType::f32}).outputs;
   const TensorMap got = program.run(mixed_inputs());
-  for (std::size_t i = 0; i < want.at("s").values.size(); ++i)
-    EXPECT_NEAR(got.at("s").values[i], want.at("s").values[i], 1e-4 * (1 + std::fabs(want.at("s").values[i])));
+  for (std::size_t i = 0; i < want.at("s").size(); ++i)
+    EXPECT_NEAR(got.at("s").at(i), want.at("s").at(i), 1e-4 * (1 + std::fabs(want.at("s").at(i))));
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 

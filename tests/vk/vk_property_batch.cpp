@@ -41,9 +41,9 @@ std::optional<std::string> first_bit_difference(const TensorMap& a, const Tensor
     if (it == b.end()) return "output " + name + " is missing from one run";
     const HostTensor& y = it->second;
     if (x.type != y.type) return "output " + name + " has type " + x.type.to_string() + " vs " + y.type.to_string();
-    for (std::size_t i = 0; i < x.values.size(); ++i) {
-      if (element_bits(x.type.dtype, x.values[i]) != element_bits(y.type.dtype, y.values[i])) {
-        return "output " + name + "[" + std::to_string(i) + "]: " + fmt(x.values[i]) + " vs " + fmt(y.values[i]);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (element_bits(x.type.dtype, x.at(i)) != element_bits(y.type.dtype, y.at(i))) {
+        return "output " + name + "[" + std::to_string(i) + "]: " + fmt(x.at(i)) + " vs " + fmt(y.at(i));
       }
     }
   }
@@ -57,15 +57,15 @@ std::optional<std::string> compare_member(std::size_t k, const GraphCase& member
       interpret(member.graph, member.inputs, {.compute = ComputeType::f64, .keep_all_values = true});
   double scale = 1.0;
   for (const HostTensor& t : oracle.values)
-    for (double v : t.values) scale = std::max(scale, std::fabs(v));
+    for (double v : t.to_f64()) scale = std::max(scale, std::fabs(v));
   const double tol = tg::testing::graph_tolerance(member.graph) * scale;
   for (const auto& [name, want] : oracle.outputs) {
     const auto it = got.find(member_name(k, name));
     if (it == got.end()) return "output " + name + " is missing";
     const HostTensor& g = it->second;
     if (g.type != want.type) return "output " + name + " has type " + g.type.to_string();
-    for (std::size_t i = 0; i < want.values.size(); ++i) {
-      const double d = want.values[i], f = g.values[i];
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      const double d = want.at(i), f = g.at(i);
       const bool ok = is_float(want.type.dtype) ? std::fabs(f - d) <= tol : f == d;
       if (!ok) {
         return "output " + name + "[" + std::to_string(i) + "]: Vulkan gives " + fmt(f) + ", the f64 oracle " + fmt(d) +

@@ -70,14 +70,14 @@ TEST_F(VkTest, ResidentParamsAndWritebacksFollowTheHostComputation) {
     EXPECT_EQ(out.count("count.new"), 0u);
     float loss = 0.f;
     for (int i = 0; i < 3; ++i) loss += x[i] * w[i];
-    EXPECT_FLOAT_EQ(static_cast<float>(out.at("loss").values[0]), loss) << "step " << step;
+    EXPECT_FLOAT_EQ(static_cast<float>(out.at("loss").at(0)), loss) << "step " << step;
     for (int i = 0; i < 3; ++i) w[i] = w[i] - 0.5f * x[i] * w[i];
     EXPECT_EQ(program.read_input("w").to_f32(), w) << "step " << step;
-    EXPECT_EQ(program.read_input("count").values[0], step + 1);
+    EXPECT_EQ(program.read_input("count").at(0), step + 1);
   }
   // A resident input passed to run() is written before the dispatches.
   const TensorMap out = program.run({{"x", HostTensor::f32({3}, x)}, {"w", HostTensor::f32({3}, {1.f, 1.f, 1.f})}});
-  EXPECT_FLOAT_EQ(static_cast<float>(out.at("loss").values[0]), 0.5f + 0.25f - 1.f);
+  EXPECT_FLOAT_EQ(static_cast<float>(out.at("loss").at(0)), 0.5f + 0.25f - 1.f);
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 
@@ -113,13 +113,13 @@ TEST_F(VkTest, UncommittedRunsLeaveParamsAsTheyWere) {
   program.write_input("c", HostTensor::f32({}, {0.f}));
   EXPECT_THROW(program.commit(), Error) << "nothing to commit yet";
   (void)program.run({}, /*commit_writebacks=*/false);
-  EXPECT_EQ(program.read_input("c").values[0], 0.0);
+  EXPECT_EQ(program.read_input("c").at(0), 0.0);
   (void)program.run({}, /*commit_writebacks=*/false);  // replaces the pending run
   program.commit();
-  EXPECT_EQ(program.read_input("c").values[0], 1.0);
+  EXPECT_EQ(program.read_input("c").at(0), 1.0);
   EXPECT_THROW(program.commit(), Error) << "committed twice";
   (void)program.run({});
-  EXPECT_EQ(program.read_input("c").values[0], 2.0);
+  EXPECT_EQ(program.read_input("c").at(0), 2.0);
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 
@@ -180,7 +180,7 @@ TEST_F(VkTest, DeviceOutputsStayOnTheDeviceUntilRead) {
     EXPECT_TRUE(out.empty()) << "step " << step;
     float loss = 0.f;
     for (int i = 0; i < 3; ++i) loss += x[i] * w[i];
-    EXPECT_FLOAT_EQ(static_cast<float>(program.read_output("loss").values[0]), loss) << "step " << step;
+    EXPECT_FLOAT_EQ(static_cast<float>(program.read_output("loss").at(0)), loss) << "step " << step;
     for (int i = 0; i < 3; ++i) w[i] = w[i] - 0.5f * x[i] * w[i];
   }
   // A run that throws (a missing input) leaves no value to read.

@@ -62,12 +62,12 @@ TEST_F(VkTest, ReduceRowSegmentsMatchTheOracle) {
   // propagate NaN, whichever lanes of a segment hold them.
   HostTensor last_values = random_f32({300, 100}, 1);
   for (std::size_t row = 0; row < 300; row += 7) {
-    last_values.values[row * 100 + 90] = 5.0;
-    last_values.values[row * 100 + 33] = 5.0;  // a tie: index 33 comes first
+    last_values.set(row * 100 + 90, 5.0);
+    last_values.set(row * 100 + 33, 5.0);  // a tie: index 33 comes first
   }
   for (std::size_t row = 3; row < 300; row += 11) {
-    last_values.values[row * 100 + 70] = std::numeric_limits<double>::quiet_NaN();
-    last_values.values[row * 100 + 40] = std::numeric_limits<double>::quiet_NaN();
+    last_values.set(row * 100 + 70, std::numeric_limits<double>::quiet_NaN());
+    last_values.set(row * 100 + 40, std::numeric_limits<double>::quiet_NaN());
   }
   const TensorMap in{{"last", last_values},
                      {"first", random_f32({100, 300}, 2)},
@@ -124,7 +124,7 @@ TEST_F(VkTest, SumToShapeContiguousRowsEqualTheF32Interpreter) {
     const HostTensor& v = got.at(name);
     ASSERT_EQ(v.type, w.type) << name;
     std::size_t differ = 0;
-    for (std::size_t i = 0; i < w.values.size(); ++i) differ += v.values[i] == w.values[i] ? 0 : 1;
+    for (std::size_t i = 0; i < w.size(); ++i) differ += v.at(i) == w.at(i) ? 0 : 1;
     EXPECT_EQ(differ, 0u) << name << ": elements differing from the f32 interpreter";
   }
   check_against_oracle(ctx, g, in, {.otherwise = std::nullopt});

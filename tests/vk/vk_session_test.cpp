@@ -52,11 +52,10 @@ TEST_F(VkTest, SessionTrainsLikeTheInterpreterStepByStep) {
     ASSERT_TRUE(a.ok()) << a.failure().message;
     ASSERT_TRUE(b.ok()) << b.failure().message;
     // Elementwise ops are correctly rounded on both; mean's summation order differs.
-    EXPECT_NEAR(a.output("loss").values[0], b.output("loss").values[0], 1e-6 * (1 + b.output("loss").values[0]))
-        << "step " << step;
+    EXPECT_NEAR(a.output("loss").at(0), b.output("loss").at(0), 1e-6 * (1 + b.output("loss").at(0))) << "step " << step;
   }
-  EXPECT_EQ(gpu.param("steps").values[0], 10.0);
-  EXPECT_EQ(gpu.param("w").values, cpu.param("w").values) << "the update is elementwise: the same bits";
+  EXPECT_EQ(gpu.param("steps").at(0), 10.0);
+  EXPECT_EQ(gpu.param("w").to_f64(), cpu.param("w").to_f64()) << "the update is elementwise: the same bits";
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 
@@ -74,7 +73,7 @@ TEST_F(VkTest, SessionReportsBadInputsAndFailingOpsAsFailedResults) {
   r = s.run({{"x", HostTensor::filled({DType::f32, {63}}, 1.0)}, {"y", data.at("y")}});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.failure().message.find("'x'"), std::string::npos) << r.failure().message;
-  EXPECT_EQ(s.param("w").values, std::vector<double>(64, 0.0)) << "a failed run changed a param";
+  EXPECT_EQ(s.param("w").to_f64(), std::vector<double>(64, 0.0)) << "a failed run changed a param";
   EXPECT_TRUE(s.run(data).ok());
 
   if (!has_kernel(op::Embedding)) GTEST_SKIP() << "embedding has no Vulkan kernel yet";
@@ -106,16 +105,16 @@ TEST_F(VkTest, SessionDiscardsTheUpdatesOfANonFiniteLossOnTheDevice) {
   s.set_param("w", HostTensor::filled({DType::f32, {64}}, 1.0));
   s.set_param("steps", HostTensor::f32({}, {0.f}));
   HostTensor x = HostTensor::filled({DType::f32, {64}}, 1.0);
-  x.values[7] = std::numeric_limits<double>::infinity();
+  x.set(7, std::numeric_limits<double>::infinity());
   const HostTensor y = HostTensor::filled({DType::f32, {64}}, 2.0);
   RunResult r = s.run({{"x", x}, {"y", y}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.failure().kind, "nonfinite");
-  EXPECT_EQ(s.param("w").values, std::vector<double>(64, 1.0)) << "the device kept the discarded update";
-  EXPECT_EQ(s.param("steps").values[0], 0.0);
-  x.values[7] = 1.0;
+  EXPECT_EQ(s.param("w").to_f64(), std::vector<double>(64, 1.0)) << "the device kept the discarded update";
+  EXPECT_EQ(s.param("steps").at(0), 0.0);
+  x.set(7, 1.0);
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(s.run({{"x", x}, {"y", y}}).ok());
-  EXPECT_EQ(s.param("steps").values[0], 3.0);
+  EXPECT_EQ(s.param("steps").at(0), 3.0);
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 

@@ -44,9 +44,9 @@ TEST_F(VkTest, FewStorageBuffersPerDispatchTurnFusionOff) {
   EXPECT_EQ(fused.stats().dispatches, 1u);
   EXPECT_EQ(per_op.stats().dispatches, 3u);
   const HostTensor a = fused.run(in).at("z"), c = per_op.run(in).at("z");
-  for (std::size_t i = 0; i < a.values.size(); ++i) {
-    ASSERT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(a.values[i])),
-              std::bit_cast<std::uint32_t>(static_cast<float>(c.values[i])))
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(static_cast<float>(a.at(i))),
+              std::bit_cast<std::uint32_t>(static_cast<float>(c.at(i))))
         << "z[" << i << "]";
   }
   testing::check_against_oracle(narrow, g, in, {.otherwise = std::nullopt});
@@ -78,7 +78,7 @@ TEST_F(VkTest, ALaunchAboveTheStorageBufferLimitIsRefusedByName) {
   const Tensor x = b2.input("x", {DType::f32, {4}});
   b2.output("y", x + x);
   Program add(ctx, b2.take());
-  EXPECT_EQ(add.run({{"x", HostTensor::f32({4}, {1, 2, 3, 4})}}).at("y").values, (std::vector<double>{2, 4, 6, 8}));
+  EXPECT_EQ(add.run({{"x", HostTensor::f32({4}, {1, 2, 3, 4})}}).at("y").to_f64(), (std::vector<double>{2, 4, 6, 8}));
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 

@@ -154,7 +154,7 @@ TEST_F(VkTest, TrainingNanStepLeavesDeviceParamsAndStateUnchanged) {
   const TensorMap params = train.download_param_tensors(), state = train.download_optimizer_state();
   const TensorMap grads = train.download_param_grad_tensors();
   TensorMap bad = data;
-  bad.at("x").values[0] = std::numeric_limits<double>::quiet_NaN();
+  bad.at("x").set(0, std::numeric_limits<double>::quiet_NaN());
   const StepResult r = train.step(bad);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.failure().kind, "nonfinite");
@@ -185,8 +185,8 @@ TEST_F(VkTest, AttachedForwardFollowsTheTrainingParams) {
     const ParamValues p = train.download_params();
     for (int i = 0; i < 3; ++i) {
       // Two products and two adds in float: a few ulp of values below 10.
-      const double want = x.values[2 * i] * p.at("l.W")[0] + x.values[2 * i + 1] * p.at("l.W")[1] + p.at("l.b")[0];
-      EXPECT_NEAR(r.output().values[i], want, 1e-6) << "step " << step << " row " << i;
+      const double want = x.at(2 * i) * p.at("l.W")[0] + x.at(2 * i + 1) * p.at("l.W")[1] + p.at("l.b")[0];
+      EXPECT_NEAR(r.output().at(i), want, 1e-6) << "step " << step << " row " << i;
     }
     ASSERT_TRUE(train.step(batch()).ok());
   }

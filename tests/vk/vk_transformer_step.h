@@ -56,11 +56,11 @@ inline void expect_same_bits(const TensorMap& want, const TensorMap& got, const 
   for (const auto& [name, t] : want) {
     const HostTensor& g = got.at(name);
     ASSERT_EQ(t.type, g.type) << what << ": " << name;
-    for (std::size_t i = 0; i < t.values.size(); ++i) {
-      const auto x = static_cast<float>(t.values[i]);
-      const auto y = static_cast<float>(g.values[i]);
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      const auto x = static_cast<float>(t.at(i));
+      const auto y = static_cast<float>(g.at(i));
       ASSERT_EQ(std::memcmp(&x, &y, sizeof(float)), 0)
-          << what << ": " << name << "[" << i << "] " << t.values[i] << " vs " << g.values[i];
+          << what << ": " << name << "[" << i << "] " << t.at(i) << " vs " << g.at(i);
     }
   }
 }

@@ -21,13 +21,13 @@ using testing::VkTest;
 
 double l2(const HostTensor& t) {
   double sum = 0;
-  for (double v : t.values) sum += v * v;
+  for (double v : t.to_f64()) sum += v * v;
   return std::sqrt(sum);
 }
 
 double l2_diff(const HostTensor& a, const HostTensor& b) {
   double sum = 0;
-  for (std::size_t i = 0; i < a.values.size(); ++i) sum += (a.values[i] - b.values[i]) * (a.values[i] - b.values[i]);
+  for (std::size_t i = 0; i < a.size(); ++i) sum += (a.at(i) - b.at(i)) * (a.at(i) - b.at(i));
   return std::sqrt(sum);
 }
 

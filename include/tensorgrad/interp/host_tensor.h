@@ -1,10 +1,24 @@
 #pragma once
-// Host-side tensor values passed into and out of backends. Elements are stored as doubles whatever
-// the dtype: i32 values are exact in a double and bools are 0 or 1, so one type carries the oracle's
-// f64 results and the f32 backends' results alike.
+// Host-side tensor values passed into and out of backends.
+//
+// Elements are kept in their dtype's own width: f32 as float, i32 as int32_t, bool as one byte
+// (0 or 1). Two kinds of tensor hold doubles instead ("wide" storage, HostStorage::f64): the f64
+// oracle's results (interpret with ComputeType::f64), so that they keep the oracle's precision, and
+// tensors built from doubles with HostTensor::of. A backend converts wide elements on its own side
+// (an f32 backend rounds them to float on every run), so inputs meant for a fast backend are built
+// with f32()/i32()/boolean() or viewed with view().
+//
+// A tensor owns its elements or views caller memory. A view (HostTensor::view) copies nothing: the
+// caller keeps the memory alive and unchanged while the view, or any copy of it, is in use.
+// Copying a HostTensor shares its elements (copies are cheap); the mutating accessors (set,
+// mutable_f32, ...) copy them first when they are shared or viewed, so a HostTensor behaves as a
+// value: writing to one never changes another.
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -13,20 +27,89 @@
 
 namespace tg {
 
-struct HostTensor {
-  TensorType type;
-  std::vector<double> values;
+// How a host tensor's elements are stored in memory.
+enum class HostStorage : std::uint8_t {
+  f32,  // float: f32 tensors
+  i32,  // int32_t: i32 tensors
+  u8,   // one byte holding 0 or 1: bool tensors
+  f64,  // double ("wide"): any dtype; the oracle's float results and tensors built with of()
+};
+std::string_view host_storage_name(HostStorage storage);
 
-  static HostTensor f32(Shape shape, const std::vector<float>& data);
-  static HostTensor i32(Shape shape, const std::vector<std::int32_t>& data);
-  static HostTensor of(TensorType type, std::vector<double> data);  // checks the element count
+class HostTensor {
+ public:
+  // The type the elements belong to. Set by the factories; the element count and storage follow
+  // it, so reassign a whole HostTensor rather than its type.
+  TensorType type;
+
+  HostTensor();  // an f32 scalar holding 0
+
+  // Owning factories. The vector overloads take the caller's vector without copying it.
+  static HostTensor f32(Shape shape, std::vector<float> data);
+  static HostTensor f32(Shape shape, std::span<const float> data);
+  static HostTensor f32(Shape shape, std::initializer_list<float> data);
+  static HostTensor i32(Shape shape, std::vector<std::int32_t> data);
+  static HostTensor i32(Shape shape, std::span<const std::int32_t> data);
+  static HostTensor i32(Shape shape, std::initializer_list<std::int32_t> data);
+  static HostTensor boolean(Shape shape, std::span<const bool> data);
+  static HostTensor boolean(Shape shape, const std::vector<bool>& data);
+  // Wide storage: each element kept as the given double (see the top of this file). i32 and bool
+  // values are checked when a backend takes the tensor as an input.
+  static HostTensor of(TensorType type, std::vector<double> data);
+  // Every element `value`, in the dtype's own storage (rounded to float for f32).
   static HostTensor filled(TensorType type, double value);
-  std::int64_t size() const { return static_cast<std::int64_t>(values.size()); }
-  double at(std::int64_t i) const { return values[static_cast<std::size_t>(i)]; }  // element i as a double
-  std::vector<double> to_f64() const { return values; }
+
+  // Views of caller memory: no copy (see the top of this file).
+  static HostTensor view(Shape shape, std::span<const float> data);
+  static HostTensor view(Shape shape, std::span<const std::int32_t> data);
+  static HostTensor view(Shape shape, std::span<const bool> data);
+
+  // For backends handing over memory they allocated: `owner` keeps `data` alive; `data` holds
+  // type.size() elements stored as `storage`. Checks that the storage suits the dtype.
+  static HostTensor adopt(TensorType type, HostStorage storage, std::shared_ptr<const void> owner, const void* data);
+
+  HostStorage storage() const { return storage_; }
+  bool is_view() const { return owner_ == nullptr; }
+  std::size_t size() const { return static_cast<std::size_t>(type.size()); }
+  double at(std::size_t i) const;  // element i as a double, whatever the storage
+
+  // The elements in their storage; each throws RuntimeError when the storage differs.
+  std::span<const float> f32_data() const;
+  std::span<const std::int32_t> i32_data() const;
+  std::span<const std::uint8_t> bool_data() const;
+  std::span<const double> f64_data() const;
+  const void* raw_data() const { return data_; }
+  // What keeps the elements alive (null for a view); a backend that reads them in place holds it.
+  const std::shared_ptr<const void>& owner() const { return owner_; }
+
+  // Copies, converted: to_f32 rounds, to_i32 truncates (exact for i32 and bool tensors).
+  std::vector<double> to_f64() const;
   std::vector<float> to_f32() const;
   std::vector<std::int32_t> to_i32() const;
-  friend bool operator==(const HostTensor&, const HostTensor&) = default;
+  // The same values in the dtype's own storage (wide f32 elements rounded to float); no copy when
+  // they are stored so already.
+  HostTensor narrowed() const;
+
+  // Writes; each first makes the elements this tensor's own (see the top of this file). set()
+  // converts `value` to the storage; the spans throw RuntimeError when the storage differs.
+  void set(std::size_t i, double value);
+  std::span<float> mutable_f32();
+  std::span<std::int32_t> mutable_i32();
+  std::span<double> mutable_f64();
+  // The elements made wide (stored as f64, converted first when they are not) and writable: for
+  // changes finer than the dtype resolves, such as a finite-difference step on an oracle input.
+  std::span<double> mutable_wide();
+
+  // Same type and the same element values (compared as doubles: NaN equals nothing).
+  friend bool operator==(const HostTensor& a, const HostTensor& b);
+
+ private:
+  HostTensor(TensorType type, HostStorage storage, std::shared_ptr<const void> owner, const void* data);
+  void* make_own();  // copies the elements when shared or viewed; returns them writable
+
+  HostStorage storage_ = HostStorage::f32;
+  std::shared_ptr<const void> owner_;  // null for a view of caller memory
+  const void* data_ = nullptr;
 };
 
 using TensorMap = std::map<std::string, HostTensor, std::less<>>;

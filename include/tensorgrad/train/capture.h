@@ -39,7 +39,7 @@ class Captures {
   std::vector<std::string> names() const;
   // The value (row-major; doubles whatever the dtype) / its shape / both. Throws tg::Error naming
   // the capture and listing those there are, for an unknown name.
-  const std::vector<double>& get(std::string_view name) const { return tensor(name).values; }
+  std::vector<double> get(std::string_view name) const { return tensor(name).to_f64(); }
   const Shape& shape(std::string_view name) const { return tensor(name).type.shape; }
   const HostTensor& tensor(std::string_view name) const;
   // Splits axis 1 (the head axis of the attention layout [B, H, T, T], or [B, H, ...] in general)

@@ -26,18 +26,18 @@ const LaunchPath kWhere("interp", "where", "kernel");
 // One operand as the output loop sees it: its data and the map from output to input indices.
 template <class V>
 struct BroadcastInput {
-  const std::vector<V>& data;
+  std::span<const V> data;
   BroadcastIndexer index;
   bool scalar;  // one element: every output reads data[0] (skips the per-axis index arithmetic)
 
-  BroadcastInput(const std::vector<V>& values, const Shape& shape, const Shape& out_shape)
+  BroadcastInput(std::span<const V> values, const Shape& shape, const Shape& out_shape)
       : data(values), index(shape, out_shape), scalar(num_elements(shape) == 1) {}
   V at(std::int64_t out_flat) const { return data[static_cast<std::size_t>(scalar ? 0 : index(out_flat))]; }
 };
 
 // out[i] = op(a[i], b[i]) over the broadcast output; a plain loop when neither input broadcasts.
 template <class In, class Out, class Op>
-void broadcast_apply(const BroadcastInput<In>& a, const BroadcastInput<In>& b, std::vector<Out>& out, Op op) {
+void broadcast_apply(const BroadcastInput<In>& a, const BroadcastInput<In>& b, std::span<Out> out, Op op) {
   const auto n = static_cast<std::int64_t>(out.size());
   if (a.index.identity() && b.index.identity()) {
     kSameShape.hit();
@@ -130,7 +130,7 @@ void comparison_kernel(const KernelCall<T>& call) {
 // where() selects between values of any dtype: f32 values live in .real, i32 and bool in .ints.
 template <class V>
 void select(const BroadcastInput<std::int32_t>& condition, const BroadcastInput<V>& if_true,
-            const BroadcastInput<V>& if_false, std::vector<V>& out) {
+            const BroadcastInput<V>& if_false, std::span<V> out) {
   const auto n = static_cast<std::int64_t>(out.size());
   parallel_chunks(n, kGrain, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {

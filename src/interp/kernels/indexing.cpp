@@ -33,7 +33,7 @@ const LaunchPath kScatterAddSeveralTiles("interp", "scatter_add", "several_tiles
 const LaunchPath kSoftmaxCausal("interp", "softmax_causal", "kernel");
 const LaunchPath kWhereCausal("interp", "where_causal", "kernel");
 
-void require_in_range(std::string_view op, std::string_view what, const std::vector<std::int32_t>& indices,
+void require_in_range(std::string_view op, std::string_view what, std::span<const std::int32_t> indices,
                       std::int64_t extent) {
   for (std::size_t i = 0; i < indices.size(); ++i) {
     if (indices[i] < 0 || indices[i] >= extent) {
@@ -81,7 +81,7 @@ void embedding_kernel(const KernelCall<T>& call) {
 
 // out[o, k, i] = x[o, indices[o, k, i], i] for any element type (real values or ints).
 template <class Elem>
-void gather_along_axis(const std::vector<Elem>& x, const std::vector<std::int32_t>& indices, std::vector<Elem>& out,
+void gather_along_axis(std::span<const Elem> x, std::span<const std::int32_t> indices, std::span<Elem> out,
                        AxisSplit split, std::int64_t x_extent, std::int64_t index_extent) {
   const std::int64_t slab = index_extent * split.inner;  // output elements per outer position
   parallel_chunks(static_cast<std::int64_t>(out.size()), kGrain, [&](std::int64_t begin, std::int64_t end) {

@@ -29,7 +29,7 @@ struct LossPaths {
 const LossPaths kNllLossPaths{{"interp", "nll_loss", "per_position"}, {"interp", "nll_loss", "reduced"}};
 const LossPaths kCrossEntropyPaths{{"interp", "cross_entropy", "per_position"}, {"interp", "cross_entropy", "reduced"}};
 
-void require_targets_in_range(std::string_view op, const std::vector<std::int32_t>& targets, std::int64_t classes) {
+void require_targets_in_range(std::string_view op, std::span<const std::int32_t> targets, std::int64_t classes) {
   for (std::size_t i = 0; i < targets.size(); ++i) {
     if (targets[i] < 0 || targets[i] >= classes) {
       throw RuntimeError(std::string(op) + ": target " + std::to_string(targets[i]) + " is out of range [0, " +

@@ -21,7 +21,7 @@ const LaunchPath kDropout("interp", "dropout", "kernel");
 
 template <class T>
 philox::Key call_key(const KernelCall<T>& call, std::size_t seed_input) {
-  return philox::stream_key(call.ints(seed_input).at(0), call.attrs().integer("salt"));
+  return philox::stream_key(call.ints(seed_input)[0], call.attrs().integer("salt"));
 }
 
 template <class T>

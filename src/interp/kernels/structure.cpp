@@ -35,9 +35,9 @@ void for_each_row(std::int64_t outer, std::int64_t row_size, Row&& row) {
 template <class T, class Body>
 void on_storage(const KernelCall<T>& call, Body&& body) {
   if (is_float(call.output_type.dtype)) {
-    body(call.output.real, [&](std::size_t i) -> const std::vector<T>& { return call.real(i); });
+    body(call.output.real, [&](std::size_t i) -> std::span<const T> { return call.real(i); });
   } else {
-    body(call.output.ints, [&](std::size_t i) -> const std::vector<std::int32_t>& { return call.ints(i); });
+    body(call.output.ints, [&](std::size_t i) -> std::span<const std::int32_t> { return call.ints(i); });
   }
 }
 
