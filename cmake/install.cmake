@@ -51,3 +51,11 @@ install(FILES
   ${PROJECT_BINARY_DIR}/tensorgradConfig.cmake
   ${PROJECT_BINARY_DIR}/tensorgradConfigVersion.cmake
   DESTINATION ${TG_INSTALL_CMAKEDIR})
+
+# The `tg` command-line tool (tools/tg) into <prefix>/bin, exported as tensorgrad::tg so a consumer
+# can find it through the package too. Deferred to the end of configure: tools/tg is added after
+# this file.
+cmake_language(DEFER DIRECTORY ${PROJECT_SOURCE_DIR} CALL _tg_install_tool)
+function(_tg_install_tool)
+  install(TARGETS tg EXPORT tensorgradTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endfunction()

@@ -17,6 +17,7 @@ packages=(
   libvulkan-dev glslang-dev glslang-tools  # Vulkan executor, shader compiler
   mesa-vulkan-drivers vulkan-validationlayers  # lavapipe (Vulkan on the CPU) and validation
   libboost-dev python3
+  libcli11-dev                        # command-line parsing: the tg tool (tools/tg)
   clang-format                        # the style check .ci/run makes (make format-check)
   clang-16 libclang-rt-16-dev llvm-16 # libFuzzer targets (fuzz/, label fuzz; llvm-symbolizer for stacks)
 )

@@ -1,12 +1,13 @@
 #pragma once
 // The error bound allowed when an f32 run of a graph is compared with the f64 oracle, shared by the
-// property suites and the golden tests (docs/testing.md, "Tolerances").
+// property suites and the golden tests (docs/testing.md, "Tolerances"). It lives in the library
+// (tensorgrad/runtime/tolerance.h) since `tg check` judges results by it too; the tests call it as
+// tg::testing::graph_tolerance.
 #include "support/library.h"
+#include "tensorgrad/runtime/tolerance.h"
 
 namespace tg::testing {
 
-// The bound relative to `scale` = max(1, largest |value| in the f64 run): 4 eps_f32 times the sum,
-// over the graph's nodes, of each op's tolerance_ulps for its reduction length (at least 1 ulp).
-double graph_tolerance(const Graph& g);
+using tg::graph_tolerance;
 
 }  // namespace tg::testing

@@ -1,9 +1,12 @@
-#include "support/tolerance.h"
+#include "tensorgrad/runtime/tolerance.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
-namespace tg::testing {
+#include "tensorgrad/ir/ops/op_def.h"
+
+namespace tg {
 
 double graph_tolerance(const Graph& g) {
   constexpr double kF32Epsilon = std::numeric_limits<float>::epsilon();
@@ -26,4 +29,15 @@ double graph_tolerance(const Graph& g) {
   return 4.0 * kF32Epsilon * std::max(ulps, 1.0);
 }
 
-}  // namespace tg::testing
+double oracle_scale(const std::vector<HostTensor>& values) {
+  double scale = 1.0;
+  for (const HostTensor& t : values) {
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      const double v = t.at(i);
+      if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
+    }
+  }
+  return scale;
+}
+
+}  // namespace tg
