@@ -381,6 +381,24 @@ TEST(MaxPool2d, PaddingIsNeverChosen) {
   EXPECT_EQ(y.to_f64(), (std::vector<double>{-1, -1, -2, -1, -1, -2, -3, -3, -4}));
 }
 
+TEST(MaxPool2d, AKernelFarWiderThanTheImageCostsOnlyItsOverlap) {
+  // Legal (padding at most half the kernel) and found by the build_graph fuzzer: a loop over every
+  // tap of a 2^33-wide window would not finish; each window here covers the whole 2x3 image.
+  constexpr std::int64_t kKernel = (std::int64_t{1} << 33) + 1;
+  constexpr std::int64_t kPadding = std::int64_t{1} << 32;
+  const std::vector<float> x = {1, 7, 3, 7, -2, 0};
+  for (ComputeType compute : kBothComputeTypes) {
+    const auto y = run(
+        {{"x", HostTensor::f32({1, 1, 2, 3}, x)}},
+        [](const auto& in) { return tg::max_pool2d(in[0], kKernel, {.stride = 1, .padding = kPadding}); }, compute);
+    EXPECT_EQ(y.to_f64(), (std::vector<double>(6, 7.0)));
+    const auto dx = run(
+        {{"x", HostTensor::f32({1, 1, 2, 3}, x)}, {"g", HostTensor::f32({1, 1, 2, 3}, {1, 2, 3, 4, 5, 6})}},
+        [](const auto& in) { return tg::max_pool2d_grad(in[0], in[1], kKernel, 1, kPadding); }, compute);
+    EXPECT_EQ(dx.to_f64(), (std::vector<double>{0, 21, 0, 0, 0, 0})) << "every window picks the first 7";
+  }
+}
+
 // ---- nearest_upsample2d (composite) ----
 
 TEST(NearestUpsample2d, RepeatsEachPixelAndSumsGradientsOverBlocks) {

@@ -188,13 +188,15 @@ struct PoolGeometry {
 // shape rule keeps a real element in every window.
 template <class T>
 std::int64_t window_argmax(const T* plane, const Dims4& x, const PoolGeometry& geo, std::int64_t i, std::int64_t j) {
+  // Only the taps inside the image, in row-major window order: a kernel far wider than the image
+  // (legal with padding up to half of it) costs its overlap with the image, not kernel^2.
+  const std::int64_t top = i * geo.stride - geo.padding;
+  const std::int64_t left = j * geo.stride - geo.padding;
+  const std::int64_t row_end = std::min(x.h, top + geo.kernel);
+  const std::int64_t col_end = std::min(x.w, left + geo.kernel);
   std::int64_t best = -1;
-  for (std::int64_t a = 0; a < geo.kernel; ++a) {
-    const std::int64_t ih = i * geo.stride + a - geo.padding;
-    if (ih < 0 || ih >= x.h) continue;
-    for (std::int64_t b = 0; b < geo.kernel; ++b) {
-      const std::int64_t iw = j * geo.stride + b - geo.padding;
-      if (iw < 0 || iw >= x.w) continue;
+  for (std::int64_t ih = std::max<std::int64_t>(top, 0); ih < row_end; ++ih) {
+    for (std::int64_t iw = std::max<std::int64_t>(left, 0); iw < col_end; ++iw) {
       const std::int64_t at = ih * x.w + iw;
       if (best < 0) {
         best = at;
