@@ -17,7 +17,8 @@ packages=(
   libvulkan-dev glslang-dev glslang-tools  # Vulkan executor, shader compiler
   mesa-vulkan-drivers vulkan-validationlayers  # lavapipe (Vulkan on the CPU) and validation
   libboost-dev python3
-  libcli11-dev                        # command-line parsing: the tg tool (tools/tg)
+  libcli11-dev                        # command-line parsing: the tg tool (tools/tg) and examples/
+  nlohmann-json3-dev                  # JSON: safetensors headers (src/train), tg bench output
   clang-format                        # the style check .ci/run makes (make format-check)
   clang-16 libclang-rt-16-dev llvm-16 # libFuzzer targets (fuzz/, label fuzz; llvm-symbolizer for stacks)
 )

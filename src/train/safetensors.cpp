@@ -7,11 +7,14 @@
 #include <limits>
 #include <tuple>
 
-#include "train/json.h"
 #include "train/safetensors_file.h"
+#include "train/safetensors_header.h"
 
 namespace tg {
 namespace {
+
+using nlohmann::json;
+using safetensors_header::quote;
 
 // The reference implementation refuses larger headers; so do we, before allocating anything.
 constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
@@ -90,41 +93,47 @@ struct Layout {
 };
 
 // "a number", "an object", ...
-std::string article(json::Value::Kind kind) {
-  const std::string_view name = json::kind_name(kind);
+std::string article(const json& v) {
+  const std::string_view name = v.type_name();
   return (name.front() == 'a' || name.front() == 'o' ? "an " : "a ") + std::string(name);
 }
 
-std::uint64_t as_count(const json::Value& v, std::string_view source, const std::string& context) {
-  if (v.kind != json::Value::Kind::number || !v.unsigned_integer) {
-    fail(source, context + " must be a non-negative integer, got " +
-                     (v.kind == json::Value::Kind::number ? v.text : std::string(json::kind_name(v.kind))));
-  }
-  return *v.unsigned_integer;
+// A count or offset: a number written as a plain non-negative integer that fits in 64 bits.
+// nlohmann reads larger ones as floating point and "-0" as a signed zero, both refused here.
+std::uint64_t as_count(const json& v, std::string_view source, const std::string& context) {
+  if (v.is_number_unsigned()) return v.get<std::uint64_t>();
+  std::string got = v.is_number() ? v.dump() : v.type_name();
+  if (v.is_number_integer() && v.get<std::int64_t>() == 0) got = "-0";
+  if (v.is_number_float() && v.get<double>() >= 0x1p64) got += " (past 2^64 - 1)";
+  fail(source, context + " must be a non-negative integer, got " + got);
 }
 
-Entry read_entry(const json::Member& member, std::uint64_t data_size, std::string_view source) {
-  const std::string where = "tensor " + in_quotes(member.key);
-  const json::Value& info = member.value;
-  if (info.kind != json::Value::Kind::object) fail(source, where + ": expected an object, got " + article(info.kind));
+Entry read_entry(const std::string& name, const json& info, std::uint64_t data_size, std::string_view source) {
+  const std::string where = "tensor " + in_quotes(name);
+  if (!info.is_object()) fail(source, where + ": expected an object, got " + article(info));
   // Fields other than these three are ignored, as the reference implementation does.
-  const json::Value* dtype = info.find("dtype");
-  const json::Value* shape = info.find("shape");
-  const json::Value* offsets = info.find("data_offsets");
+  const auto member = [&](const char* key) {
+    const auto it = info.find(key);
+    return it == info.end() ? nullptr : &*it;
+  };
+  const json* dtype = member("dtype");
+  const json* shape = member("shape");
+  const json* offsets = member("data_offsets");
   if (!dtype || !shape || !offsets) {
     fail(source, where + " lacks " + (!dtype ? "\"dtype\"" : !shape ? "\"shape\"" : "\"data_offsets\""));
   }
   Entry e;
-  e.name = member.key;
-  if (dtype->kind != json::Value::Kind::string) fail(source, where + ": \"dtype\" must be a string");
-  e.dtype = find_stored(dtype->text);
+  e.name = name;
+  if (!dtype->is_string()) fail(source, where + ": \"dtype\" must be a string");
+  const std::string& dtype_name = dtype->get_ref<const std::string&>();
+  e.dtype = find_stored(dtype_name);
   if (!e.dtype) {
-    fail(source, where + " has dtype " + json::quote(dtype->text) +
+    fail(source, where + " has dtype " + quote(dtype_name) +
                      ", which tensorgrad does not read (it reads F64, F32, F16, BF16, I64, I32, I16, I8, U64, U32, "
                      "U16, U8, BOOL)");
   }
-  if (shape->kind != json::Value::Kind::array) fail(source, where + ": \"shape\" must be an array");
-  for (const json::Value& dim : shape->items) {
+  if (!shape->is_array()) fail(source, where + ": \"shape\" must be an array");
+  for (const json& dim : *shape) {
     const std::uint64_t d = as_count(dim, source, where + ": a shape dimension");
     if (d > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
       fail(source, where + ": shape dimension " + std::to_string(d) + " does not fit in int64");
@@ -136,11 +145,11 @@ Entry read_entry(const json::Member& member, std::uint64_t data_size, std::strin
   // element count below cannot overflow.
   if (std::string problem = shape_limit_problem(e.shape); !problem.empty()) fail(source, where + ": " + problem);
   const auto elements = static_cast<std::uint64_t>(num_elements(e.shape));
-  if (offsets->kind != json::Value::Kind::array || offsets->items.size() != 2) {
+  if (!offsets->is_array() || offsets->size() != 2) {
     fail(source, where + ": \"data_offsets\" must be an array [begin, end]");
   }
-  e.begin = as_count(offsets->items[0], source, where + ": data_offsets begin");
-  e.end = as_count(offsets->items[1], source, where + ": data_offsets end");
+  e.begin = as_count((*offsets)[0], source, where + ": data_offsets begin");
+  e.end = as_count((*offsets)[1], source, where + ": data_offsets end");
   const std::string range = "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
   if (e.begin > e.end) fail(source, where + ": " + range + " end before they begin");
   if (e.end > data_size) {
@@ -156,16 +165,15 @@ Entry read_entry(const json::Member& member, std::uint64_t data_size, std::strin
   return e;
 }
 
-SafetensorsMetadata read_metadata(const json::Value& v, std::string_view source) {
+SafetensorsMetadata read_metadata(const json& v, std::string_view source) {
   SafetensorsMetadata metadata;
-  if (v.kind == json::Value::Kind::null) return metadata;
-  if (v.kind != json::Value::Kind::object) fail(source, "\"__metadata__\" must be an object of strings");
-  for (const json::Member& m : v.members) {
-    if (m.value.kind != json::Value::Kind::string) {
-      fail(source,
-           "\"__metadata__\" value of " + json::quote(m.key) + " is " + article(m.value.kind) + ", not a string");
+  if (v.is_null()) return metadata;
+  if (!v.is_object()) fail(source, "\"__metadata__\" must be an object of strings");
+  for (const auto& [key, value] : v.items()) {
+    if (!value.is_string()) {
+      fail(source, "\"__metadata__\" value of " + quote(key) + " is " + article(value) + ", not a string");
     }
-    metadata.emplace(m.key, m.value.text);
+    metadata.emplace(key, value.get<std::string>());
   }
   return metadata;
 }
@@ -220,21 +228,23 @@ std::uint64_t header_length(std::span<const std::uint8_t> first8, std::uint64_t 
 // byte range must lie within the data that size leaves.
 Layout read_layout(std::string_view header, std::uint64_t total_size, std::string_view source) {
   if (header.empty() || header.front() != '{') fail(source, "the header does not start with '{'");
-  json::Value root;
+  json root;
   try {
-    root = json::parse(header);
+    root = safetensors_header::parse(header);
   } catch (const Error& e) {
     fail(source, std::string("the header is not valid JSON: ") + e.what());
   }
-  if (root.kind != json::Value::Kind::object) fail(source, "the header is not a JSON object");
+  if (!root.is_object()) fail(source, "the header is not a JSON object");
   Layout layout;
   layout.data_start = kLengthBytes + header.size();
   layout.data_size = total_size - layout.data_start;
-  for (const json::Member& m : root.members) {
-    if (m.key == "__metadata__") {
-      layout.metadata = read_metadata(m.value, source);
+  // In key order (nlohmann's objects are sorted maps), so the first bad tensor reported does not
+  // depend on how the writer ordered the header.
+  for (const auto& [key, value] : root.items()) {
+    if (key == "__metadata__") {
+      layout.metadata = read_metadata(value, source);
     } else {
-      layout.entries.push_back(read_entry(m, layout.data_size, source));
+      layout.entries.push_back(read_entry(key, value, layout.data_size, source));
     }
   }
   check_tiling(layout.entries, layout.data_size, source);
@@ -303,7 +313,10 @@ HostTensor decode_entry(const Entry& e, const std::uint8_t* data, std::string_vi
       }
     }
   }
-  return HostTensor{e.type(), std::move(values)};
+  // F64 stays wide (an oracle's inputs and goldens keep their precision); the rest is stored in the
+  // dtype's own width, which holds every value the checks above let through exactly.
+  HostTensor t = HostTensor::of(e.type(), std::move(values));
+  return e.dtype->storage == Storage::f64 ? t : t.narrowed();
 }
 
 // `data` is the layout's data_size bytes after the header.
@@ -344,12 +357,9 @@ void check_storable(const std::string& name, const HostTensor& t) {
     throw SafetensorsError("cannot save tensor " + in_quotes(name) + " of type " + t.type.to_string() + ": " + what);
   };
   if (name == "__metadata__") refuse("the name \"__metadata__\" is reserved for the header's metadata");
-  if (!json::is_valid_utf8(name)) refuse("the name is not valid UTF-8");
-  if (static_cast<std::int64_t>(t.values.size()) != t.type.size()) {
-    refuse("it holds " + std::to_string(t.values.size()) + " values, its type needs " + std::to_string(t.type.size()));
-  }
-  for (std::size_t i = 0; i < t.values.size(); ++i) {
-    const double v = t.values[i];
+  if (!safetensors_header::is_valid_utf8(name)) refuse("the name is not valid UTF-8");
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const double v = t.at(i);
     if (t.type.dtype == DType::i32 && (v != std::floor(v) || v < std::numeric_limits<std::int32_t>::min() ||
                                        v > std::numeric_limits<std::int32_t>::max())) {
       refuse("element " + std::to_string(i) + " = " + std::to_string(v) + " is not an i32");
@@ -370,7 +380,7 @@ std::uint64_t encode_value(DType dtype, double v) {  // v passed check_storable
 
 std::vector<std::uint8_t> encode_safetensors(const TensorMap& tensors, const SafetensorsMetadata& metadata) {
   for (const auto& [key, value] : metadata) {
-    if (!json::is_valid_utf8(key) || !json::is_valid_utf8(value)) {
+    if (!safetensors_header::is_valid_utf8(key) || !safetensors_header::is_valid_utf8(value)) {
       throw SafetensorsError("cannot save metadata " + in_quotes(key) + ": not valid UTF-8");
     }
   }
@@ -384,23 +394,27 @@ std::vector<std::uint8_t> encode_safetensors(const TensorMap& tensors, const Saf
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
     return stored_for(a.second->type.dtype).bytes > stored_for(b.second->type.dtype).bytes;
   });
-  std::string header = "{";
-  for (const auto& [key, value] : metadata) {
-    header += (header.size() == 1 ? "\"__metadata__\":{" : ",") + json::quote(key) + ":" + json::quote(value);
-  }
-  if (!metadata.empty()) header += "}";
+  // Members in the order written (ordered_json): the metadata, then the tensors as ordered above,
+  // each as {"dtype", "shape", "data_offsets"}, like the reference writer. The keys are unique (map
+  // keys, and "__metadata__" is refused as a tensor name), so members are appended to the object's
+  // underlying vector: ordered_map's operator[] searches linearly, quadratic in the tensor count.
+  using ordered_json = nlohmann::ordered_json;
+  ordered_json root = ordered_json::object();
+  auto& members = root.get_ref<ordered_json::object_t&>();
+  members.reserve(order.size() + 1);
+  if (!metadata.empty()) members.emplace_back("__metadata__", ordered_json(metadata));
   std::uint64_t offset = 0;
   for (const auto& [name, tensor] : order) {
     const StoredDType& stored = stored_for(tensor->type.dtype);
-    const std::uint64_t size = tensor->values.size() * stored.bytes;
-    std::string shape;
-    for (std::int64_t d : tensor->type.shape) shape += (shape.empty() ? "" : ",") + std::to_string(d);
-    header += (header.size() > 1 ? "," : "") + json::quote(*name) + ":{\"dtype\":\"" + std::string(stored.name) +
-              "\",\"shape\":[" + shape + "],\"data_offsets\":[" + std::to_string(offset) + "," +
-              std::to_string(offset + size) + "]}";
+    const std::uint64_t size = tensor->size() * stored.bytes;
+    ordered_json info = ordered_json::object();
+    info["dtype"] = stored.name;
+    info["shape"] = tensor->type.shape;
+    info["data_offsets"] = {offset, offset + size};
+    members.emplace_back(*name, std::move(info));
     offset += size;
   }
-  header += "}";
+  std::string header = root.dump();
   // Pad with spaces so the data starts 8-byte aligned, as the reference writer does.
   header.append((8 - header.size() % 8) % 8, ' ');
   std::vector<std::uint8_t> bytes(8 + header.size() + offset);
@@ -409,7 +423,7 @@ std::vector<std::uint8_t> encode_safetensors(const TensorMap& tensors, const Saf
   std::uint8_t* out = bytes.data() + 8 + header.size();
   for (const auto& [name, tensor] : order) {
     const std::size_t width = stored_for(tensor->type.dtype).bytes;
-    for (double v : tensor->values) {
+    for (const double v : tensor->to_f64()) {
       write_le(out, encode_value(tensor->type.dtype, v), width);
       out += width;
     }

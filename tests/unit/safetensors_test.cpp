@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
@@ -67,9 +68,9 @@ Bytes make_file(const std::string& header, const Bytes& data = {}, std::optional
 // Equal types and values; NaN equals NaN, and -0.0 only -0.0.
 void expect_same(const HostTensor& got, const HostTensor& want, const std::string& name) {
   ASSERT_EQ(got.type, want.type) << name;
-  ASSERT_EQ(got.values.size(), want.values.size()) << name;
-  for (std::size_t i = 0; i < want.values.size(); ++i) {
-    const double g = got.values[i], w = want.values[i];
+  ASSERT_EQ(got.size(), want.size()) << name;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const double g = got.at(i), w = want.at(i);
     const bool same = std::isnan(w) ? std::isnan(g) : (g == w && std::signbit(g) == std::signbit(w));
     EXPECT_TRUE(same) << name << "[" << i << "] = " << g << ", want " << w;
   }
@@ -83,12 +84,6 @@ HostTensor i32(Shape shape, std::vector<double> values) {
 }
 HostTensor boolean(Shape shape, std::vector<double> values) {
   return HostTensor::of({DType::boolean, std::move(shape)}, std::move(values));
-}
-
-HostTensor one_value_short() {
-  HostTensor t = f32({2, 2}, {1, 2, 3, 4});
-  t.values.pop_back();
-  return t;
 }
 
 // The tensors of cpp_written.safetensors; tools/safetensors_interop.py (cpp_expected) repeats them.
@@ -133,7 +128,7 @@ TEST(Safetensors, RoundTripKeepsTypesValuesAndMetadata) {
 
 TEST(Safetensors, F32ValuesAreRoundedToFloatWhenSaved) {
   const SafetensorsFile file = decode_safetensors(encode_safetensors({{"x", f32({2}, {0.1, 1e300})}}));
-  EXPECT_EQ(file.tensors.at("x").values, (std::vector<double>{static_cast<double>(0.1f), kInf}));
+  EXPECT_EQ(file.tensors.at("x").to_f64(), (std::vector<double>{static_cast<double>(0.1f), kInf}));
 }
 
 // The data starts 8-byte aligned and the 4-byte tensors come before the 1-byte ones, so every
@@ -155,7 +150,7 @@ TEST(Safetensors, SaveReplacesTheFileWhole) {
   save_safetensors(path, {{"a", f32({1}, {5})}});
   const SafetensorsFile file = load_safetensors(path);
   EXPECT_EQ(file.tensors.size(), 1u);
-  EXPECT_EQ(file.tensors.at("a").values, std::vector<double>{5});
+  EXPECT_EQ(file.tensors.at("a").to_f64(), std::vector<double>{5});
   EXPECT_TRUE(file.metadata.empty());
   EXPECT_EQ(dir.listing(), std::vector<std::string>{"p.safetensors"});
 }
@@ -171,7 +166,6 @@ TEST(Safetensors, RefusedSaveLeavesTheOldFile) {
       {{{"n", i32({2}, {1, 1.5})}}, "element 1 = 1.500000 is not an i32"},
       {{{"n", i32({1}, {3e9})}}, "is not an i32"},
       {{{"m", boolean({1}, {2})}}, "is not a bool"},
-      {{{"s", one_value_short()}}, "holds 3 values, its type needs 4"},
       {{{"__metadata__", f32({1}, {1})}}, "reserved"},
       {{{"bad\xff", f32({1}, {1})}}, "not valid UTF-8"},
   };
@@ -367,7 +361,7 @@ TEST(Safetensors, CorruptFilesAreErrorsSayingWhatIsWrong) {
       {make_file("", {}), "does not start with '{'"},
       {make_file("[1]"), "does not start with '{'"},
       {make_file("{\"a\":"), "not valid JSON: at byte 5"},
-      {make_file("{" + a + "} x", four), "unexpected text after"},
+      {make_file("{" + a + "} x", four), "expected end of input"},
       {make_file("{" + a + "," + a + "}", four), "duplicate key \"a\""},
       {make_file("{\"a\":[1]}"), "tensor 'a': expected an object, got an array"},
       {make_file("{\"a\":{\"dtype\":\"F32\",\"shape\":[1]}}", four), "lacks \"data_offsets\""},
@@ -384,8 +378,8 @@ TEST(Safetensors, CorruptFilesAreErrorsSayingWhatIsWrong) {
       {make_file("{" + a + "}", eight), "data bytes 4..8 at the end of the file belong to no tensor"},
       {make_file("{\"__metadata__\":{\"k\":1}}"), "value of \"k\" is a number"},
       {make_file(deep), "nested deeper than 64 levels"},
-      {make_file("{\"a\xff\":1}"), "invalid UTF-8"},
-      {make_file("{\"\\ud800\":1}"), "high surrogate without a low surrogate"},
+      {make_file("{\"a\xff\":1}"), "ill-formed UTF-8"},
+      {make_file("{\"\\ud800\":1}"), "surrogate U+D800..U+DBFF must be followed by U+DC00..U+DFFF"},
       {make_file("{\"a\":01}"), "leading zeros"},
       {make_file("{" + entry("a", "BOOL", "[2]", 0, 2) + "}", {1, 2}), "is BOOL but element 1 is byte 2"},
       {make_file("{" + entry("a", "I64", "[1]", 0, 8) + "}", {0, 0, 0, 0x80, 0, 0, 0, 0}),
@@ -417,6 +411,40 @@ TEST(Safetensors, ReadsWhatTheSpecAllows) {
   EXPECT_TRUE(decode_safetensors(make_file("{\"__metadata__\":null}")).metadata.empty());
 }
 
+// The header's JSON at its edges: 64 levels of nesting are read and 65 refused (nlohmann's own parser
+// has no limit); a syntax error's excerpt of the text is short and ASCII even when the offending token
+// is a megabyte of arbitrary bytes; the writer escapes every control character and reads it back.
+TEST(Safetensors, HeaderJsonAtItsEdges) {
+  const auto nested = [](int levels) {
+    return "{\"__metadata__\":null,\"x\":" + std::string(levels - 1, '[') + std::string(levels - 1, ']') + "}";
+  };
+  EXPECT_EQ(decode_error(make_file(nested(64))),
+            "safetensors file 'corrupt.safetensors': tensor 'x': expected an "
+            "object, got an array");
+  EXPECT_NE(decode_error(make_file(nested(65))).find("the header is not valid JSON: nested deeper than 64 levels"),
+            std::string::npos);
+
+  std::string unterminated = "{\"a\":\"";
+  for (int i = 0; i < (1 << 19); ++i) unterminated += "\xc3\xa9";  // a megabyte of e-acute
+  const std::string message = decode_error(make_file(unterminated));
+  EXPECT_NE(message.find("the header is not valid JSON: at byte " + std::to_string(unterminated.size())),
+            std::string::npos)
+      << message;
+  EXPECT_LT(message.size(), 400u) << message;
+  EXPECT_TRUE(std::all_of(message.begin(), message.end(), [](char c) { return c > 0 && c < 0x7F; })) << message;
+  EXPECT_NE(message.find("last read: '\"\\xc3\\xa9"), std::string::npos) << message;
+
+  std::string controls;
+  for (char c = 1; c < 0x20; ++c) controls += c;
+  controls += "\x7f\"\\/";
+  const SafetensorsMetadata metadata = {{controls, controls}};
+  const Bytes bytes = encode_safetensors({{controls, f32({1}, {2})}}, metadata);
+  const SafetensorsFile file = decode_safetensors(bytes);
+  EXPECT_EQ(file.metadata, metadata);
+  ASSERT_TRUE(file.tensors.contains(controls));
+  expect_same(file.tensors.at(controls), f32({1}, {2}), "controls");
+}
+
 // Every truncation of a valid file is an error; random byte changes give an error or a file whose
 // tensors hold as many values as their shapes say, never a crash (the ASan build checks the rest).
 TEST(Safetensors, TruncationsAndByteFlipsNeverCrash) {
@@ -446,7 +474,7 @@ TEST(Safetensors, TruncationsAndByteFlipsNeverCrash) {
       try {
         const SafetensorsFile file = decode_safetensors(bytes);
         for (const auto& [name, tensor] : file.tensors) {
-          ASSERT_EQ(static_cast<std::int64_t>(tensor.values.size()), tensor.type.size()) << name;
+          ASSERT_EQ(static_cast<std::int64_t>(tensor.size()), tensor.type.size()) << name;
         }
         ++decoded;
       } catch (const SafetensorsError&) {
