@@ -6,6 +6,7 @@
 //
 //   tg_char_transformer [--steps N] [--backend auto|vulkan|interp_f32|interp_f64] [--small]
 //                       [--seed S] [--log-every K] [--generate N] [--temperature T] [--text PATH]
+//   (tg_char_transformer --help lists the flags and their defaults)
 //
 // Full size (design.md): vocab 65, context 128, width 128, 4 layers, 4 heads, batch 32: meant for
 // a GPU (interp_f32 on 2 CPU cores: ~4 s a step). --small (width 64, 2 layers, context 64, batch
@@ -18,7 +19,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <fstream>
 #include <iterator>
@@ -26,12 +26,11 @@
 #include <optional>
 #include <random>
 #include <sstream>
-#include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "backend_choice.h"
+#include "command_line.h"
 #include "models.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/context.h"
@@ -61,60 +60,22 @@ struct Options {
   std::string text_path = TG_EXAMPLE_TEXT;
 };
 
-[[noreturn]] void usage(const std::string& message) {
-  std::fprintf(stderr,
-               "char_transformer: %s\nusage: tg_char_transformer [--steps N] [--backend "
-               "auto|vulkan|interp_f32|interp_f64] [--small] [--seed S] [--log-every K] [--generate N] "
-               "[--temperature T] [--text PATH]\n",
-               message.c_str());
-  std::exit(2);
-}
-
-Options parse_options(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view flag = argv[i];
-    if (flag == "--small") {
-      o.small = true;
-      continue;
-    }
-    if (i + 1 >= argc) usage("missing value after " + std::string(flag));
-    const std::string value = argv[++i];
-    try {
-      if (flag == "--steps") {
-        o.steps = std::stoi(value);
-      } else if (flag == "--backend") {
-        o.backend = value;
-      } else if (flag == "--seed") {
-        o.seed = std::stoull(value);
-      } else if (flag == "--log-every") {
-        o.log_every = std::stoi(value);
-      } else if (flag == "--generate") {
-        o.generate = std::stoi(value);
-      } else if (flag == "--temperature") {
-        o.temperature = std::stod(value);
-      } else if (flag == "--text") {
-        o.text_path = value;
-      } else {
-        usage("unknown flag " + std::string(flag));
-      }
-    } catch (const std::logic_error&) {  // std::stoi and friends: not a number, or out of range
-      usage("bad value '" + value + "' for " + std::string(flag));
-    }
-  }
-  if (o.steps < 1 || o.log_every < 1 || o.generate < 0 || o.temperature < 0) {
-    usage("--steps and --log-every must be positive, --generate and --temperature not negative");
-  }
-  return o;
-}
-
-// --backend: examples/backend_choice.h; an unknown name is a usage error.
-BackendChoice backend_from_flag(const std::string& requested) {
-  try {
-    return choose_backend(requested);
-  } catch (const std::invalid_argument& e) {
-    usage(e.what());
-  }
+// The command line (--help lists it); CLI11 refuses unknown flags and bad values with exit != 0.
+void add_options(CLI::App& app, Options& o) {
+  app.option_defaults()->always_capture_default();
+  app.add_option("--steps", o.steps, "training steps")->check(tg::examples::at_least(1, "POSITIVE"));
+  tg::examples::add_backend_option(app, o.backend);
+  app.add_flag("--small", o.small,
+               "width 64, 2 layers, context 64, batch 16, for CPU runs (default: off, the full size)");
+  app.add_option("--seed", o.seed, "seed of the init, the batches and the sampling")
+      ->check(tg::examples::not_negative());
+  app.add_option("--log-every", o.log_every, "print the loss every K steps")
+      ->check(tg::examples::at_least(1, "POSITIVE"));
+  app.add_option("--generate", o.generate, "characters to sample after training (0: none)")
+      ->check(tg::examples::not_negative());
+  app.add_option("--temperature", o.temperature, "sampling temperature (0: greedy)")
+      ->check(tg::examples::not_negative());
+  app.add_option("--text", o.text_path, "the text to train on")->check(CLI::ExistingFile);
 }
 
 // The text as token ids: each distinct byte gets an id, in byte order.
@@ -185,7 +146,10 @@ std::int32_t next_token(const std::vector<double>& last_logits, std::size_t alph
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Options options = parse_options(argc, argv);
+  CLI::App app{"W2: a character-level transformer trained on a small text, then continuing it", "tg_char_transformer"};
+  Options options;
+  add_options(app, options);
+  CLI11_PARSE(app, argc, argv);
   try {
     TransformerConfig config{.vocab = kVocab};
     std::int64_t batch = 32;
@@ -195,7 +159,7 @@ int main(int argc, char** argv) {
     }
     const std::int64_t context = config.context;
     const Corpus corpus = load_corpus(options.text_path, context);
-    const BackendChoice choice = backend_from_flag(options.backend);
+    const BackendChoice choice = choose_backend(options.backend);
 
     CharTransformer model(config);
     tg::Training training = tg::compile(tg::TrainingSpec<CharTransformer>{
@@ -275,7 +239,8 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "forward failed (%s): %s\n", r.failure().kind.c_str(), r.failure().message.c_str());
           return 1;
         }
-        const auto last_row = r.output().values.begin() + (context - 1) * kVocab;
+        const std::vector<double> logits_all = r.output().to_f64();
+        const auto last_row = logits_all.begin() + (context - 1) * kVocab;
         const std::int32_t id =
             next_token({last_row, last_row + kVocab}, corpus.alphabet.size(), options.temperature, rng);
         continuation += corpus.alphabet[id];

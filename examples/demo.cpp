@@ -9,22 +9,22 @@
 //      draws it.
 // Exit 0 only when the cross-check passed and the loss fell below the target.
 //
-// Flags: --steps N (default 300), --backend auto|vulkan|interp_f32|interp_f64 (default auto).
+// Flags (tg_demo --help): --steps N (default 300, at least the 5 cross-check steps), --backend
+// auto|vulkan|interp_f32|interp_f64 (default auto).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <numbers>
 #include <random>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "backend_choice.h"
+#include "command_line.h"
 #include "models.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/context.h"
@@ -59,38 +59,12 @@ struct Options {
   std::string backend = "auto";
 };
 
-[[noreturn]] void usage(const char* message) {
-  std::fprintf(stderr, "demo: %s\nusage: tg_demo [--steps N (>= %d)] [--backend auto|vulkan|interp_f32|interp_f64]\n",
-               message, kCrossCheckSteps);
-  std::exit(2);
-}
-
-Options parse_options(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view flag = argv[i];
-    if (i + 1 >= argc) usage(("missing value after " + std::string(flag)).c_str());
-    const char* value = argv[++i];
-    if (flag == "--steps") {
-      o.steps = std::atoi(value);
-    } else if (flag == "--backend") {
-      o.backend = value;
-    } else {
-      usage(("unknown flag " + std::string(flag)).c_str());
-    }
-  }
-  if (o.steps < kCrossCheckSteps) usage("--steps must be at least the cross-check's steps");
-  return o;
-}
-
-// The backend to train on, and the Vulkan context when it is Vulkan.
-// --backend: examples/backend_choice.h; an unknown name is a usage error.
-BackendChoice backend_from_flag(const std::string& requested) {
-  try {
-    return choose_backend(requested);
-  } catch (const std::invalid_argument& e) {
-    usage(e.what());
-  }
+// The command line (--help lists it); CLI11 refuses unknown flags and bad values with exit != 0.
+void add_options(CLI::App& app, Options& o) {
+  app.option_defaults()->always_capture_default();
+  app.add_option("--steps", o.steps, "training steps in all, the cross-check's included")
+      ->check(tg::examples::at_least(kCrossCheckSteps, "AT LEAST " + std::to_string(kCrossCheckSteps)));
+  tg::examples::add_backend_option(app, o.backend);
 }
 
 tg::Training compile_w1(const Mlp& model, const BackendChoice& choice) {
@@ -215,7 +189,7 @@ double fit_summary(tg::Training& training) {
   }
   const tg::ForwardResult r = predict.run({{"x", tg::HostTensor::f32({kGridPoints, 1}, grid)}});
   if (!r.ok()) throw tg::Error("the forward failed (" + r.failure().kind + "): " + r.failure().message);
-  const std::vector<double>& predictions = r.output().values;
+  const auto predictions = r.output().to_f64();
   double worst = 0, squares = 0;
   for (int i = 0; i < kGridPoints; ++i) {
     const double error = predictions[i] - std::sin(xs[i]);
@@ -237,10 +211,16 @@ double fit_summary(tg::Training& training) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Options options = parse_options(argc, argv);
+  CLI::App app{
+      "tensorgrad demo: an MLP (1-64-64-1, relu) learning y = sin(x) on [-pi, pi], cross-checked "
+      "against the f64 oracle",
+      "tg_demo"};
+  Options options;
+  add_options(app, options);
+  CLI11_PARSE(app, argc, argv);
   try {
     std::printf("tensorgrad demo: an MLP (1-64-64-1, relu) learning y = sin(x) on [-pi, pi]\n");
-    const BackendChoice choice = backend_from_flag(options.backend);
+    const BackendChoice choice = choose_backend(options.backend);
     Mlp model;
     tg::Training training = compile_w1(model, choice);
     std::printf("compiled: %zu params, a step graph of %zu nodes, seed %llu\n", training.param_names().size(),

@@ -4,6 +4,7 @@
 // forward. tg_demo is the same workload with an f64 cross-check and a plot.
 //
 //   tg_mlp_sin [--steps N] [--backend auto|vulkan|interp_f32|interp_f64] [--seed S] [--log-every K]
+//   (tg_mlp_sin --help lists the flags and their defaults)
 //
 // auto (the default) is Vulkan on the default device (TG_VK_DEVICE picks another) when one
 // exists, else interp_f32. --seed sets both the init and the batches (default 1).
@@ -12,17 +13,15 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <numbers>
 #include <random>
-#include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "backend_choice.h"
+#include "command_line.h"
 #include "models.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/context.h"
@@ -45,47 +44,14 @@ struct Options {
   int log_every = 100;
 };
 
-[[noreturn]] void usage(const std::string& message) {
-  std::fprintf(stderr,
-               "mlp_sin: %s\nusage: tg_mlp_sin [--steps N] [--backend auto|vulkan|interp_f32|interp_f64] "
-               "[--seed S] [--log-every K]\n",
-               message.c_str());
-  std::exit(2);
-}
-
-Options parse_options(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view flag = argv[i];
-    if (i + 1 >= argc) usage("missing value after " + std::string(flag));
-    const std::string value = argv[++i];
-    try {
-      if (flag == "--steps") {
-        o.steps = std::stoi(value);
-      } else if (flag == "--backend") {
-        o.backend = value;
-      } else if (flag == "--seed") {
-        o.seed = std::stoull(value);
-      } else if (flag == "--log-every") {
-        o.log_every = std::stoi(value);
-      } else {
-        usage("unknown flag " + std::string(flag));
-      }
-    } catch (const std::logic_error&) {  // std::stoi and friends: not a number, or out of range
-      usage("bad value '" + value + "' for " + std::string(flag));
-    }
-  }
-  if (o.steps < 1 || o.log_every < 1) usage("--steps and --log-every must be positive");
-  return o;
-}
-
-// --backend: examples/backend_choice.h; an unknown name is a usage error.
-BackendChoice backend_from_flag(const std::string& requested) {
-  try {
-    return choose_backend(requested);
-  } catch (const std::invalid_argument& e) {
-    usage(e.what());
-  }
+// The command line (--help lists it); CLI11 refuses unknown flags and bad values with exit != 0.
+void add_options(CLI::App& app, Options& o) {
+  app.option_defaults()->always_capture_default();
+  app.add_option("--steps", o.steps, "training steps")->check(tg::examples::at_least(1, "POSITIVE"));
+  tg::examples::add_backend_option(app, o.backend);
+  app.add_option("--seed", o.seed, "seed of the init and of the batches")->check(tg::examples::not_negative());
+  app.add_option("--log-every", o.log_every, "print the loss every K steps")
+      ->check(tg::examples::at_least(1, "POSITIVE"));
 }
 
 // x uniform in [-pi, pi] from raw mt19937_64 bits (portable, unlike uniform_real_distribution).
@@ -102,9 +68,12 @@ tg::TensorMap sin_batch(std::mt19937_64& rng) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Options options = parse_options(argc, argv);
+  CLI::App app{"W1: an MLP (1-64-64-1, relu) learning y = sin(x) on [-pi, pi] with Adam", "tg_mlp_sin"};
+  Options options;
+  add_options(app, options);
+  CLI11_PARSE(app, argc, argv);
   try {
-    const BackendChoice choice = backend_from_flag(options.backend);
+    const BackendChoice choice = choose_backend(options.backend);
     Mlp model;
     tg::Training training = tg::compile(tg::TrainingSpec<Mlp>{
         .model = model,
@@ -160,7 +129,7 @@ int main(int argc, char** argv) {
     }
     double worst = 0;
     for (int i = 0; i < kGridPoints; ++i) {
-      worst = std::max(worst, std::abs(r.output().values[i] - std::sin(static_cast<double>(grid[i]))));
+      worst = std::max(worst, std::abs(r.output().at(i) - std::sin(static_cast<double>(grid[i]))));
     }
     std::printf("max |prediction - sin(x)| over %d points in [-pi, pi]: %.4f\n", kGridPoints, worst);
     return 0;
