@@ -165,14 +165,17 @@ std::vector<BadInputCase> reduction_cases() {
 
 std::vector<BadInputCase> matmul_and_layout_cases() {
   return {
-      traced("matmul_lhs_rank_1", [](Traced& t) { matmul(t.v4, t.x43); },
-             {"matmul(f32[4], f32[4,3])", "lhs must have rank >= 2 ([..., M, K]), got rank 1"}),
+      traced("matmul_lhs_rank_0", [](Traced& t) { matmul(t.s, t.x43); },
+             {"matmul(f32[], f32[4,3])", "lhs must have rank >= 1 ([K] or [..., M, K]), got a 0-d tensor"}),
       traced("matmul_rhs_rank_0", [](Traced& t) { matmul(t.x23, t.s); },
-             {"matmul(f32[2,3], f32[])", "rhs must have rank >= 2"}),
+             {"matmul(f32[2,3], f32[])", "rhs must have rank >= 1"}),
+      traced("matmul_vector_k_differs", [](Traced& t) { matmul(t.v4, t.x23); },
+             {"matmul(f32[4], f32[2,3])", "inner dimensions differ: lhs [4] has K=4 (dim 0)"}),
       traced("matmul_inner_dims_differ", [](Traced& t) { matmul(t.x23, t.x43); },
              {"matmul(f32[2,3], f32[4,3])", "inner dimensions differ: lhs [2,3] has K=3"}),
       traced("matmul_batch_dims_differ", [](Traced& t) { matmul(t.x234, t.x542); },
-             {"matmul(f32[2,3,4], f32[5,4,2])", "batch dimensions differ: lhs [2] vs rhs [5]"}),
+             {"matmul(f32[2,3,4], f32[5,4,2])",
+              "batch dimensions do not broadcast: lhs [2,3,4] dim 0 has size 2 but rhs [5,4,2] dim 0 has size 5"}),
       traced("matmul_i32_operand", [](Traced& t) { matmul(t.i23, t.x32); }, {"matmul(i32[2,3], f32[3,2])", "f32"}),
       traced("reshape_changes_the_element_count",
              [](Traced& t) {

@@ -83,7 +83,9 @@ MatmulLayout matmul_layout(const Shape& lhs, const Shape& rhs) {
     // One B for every lhs matrix, whose batch is then the whole output batch, stored contiguously.
     layout.folded = true;
     layout.broadcast = false;
-    layout.m *= layout.batches;
+    Shape rows = batch;  // counted through num_elements, which refuses a count past the limits
+    rows.push_back(layout.m);
+    layout.m = num_elements(rows);
     layout.batches = 1;
   } else if (layout.batches > 0) {
     layout.groups.assign(inner_first.rbegin(), inner_first.rend());
