@@ -6,8 +6,9 @@
 // then the time per op kind, largest first, and with --dispatches every dispatch in order. Inputs
 // are placeholders of the right types (the params from the init, zeros elsewhere): the kernels'
 // timing does not depend on the values.
-//   tg_profile_step [--dispatches] [W1|W2|W2_small|W6]...  (default: W1, W2_small, W2)
+//   tg_profile_step [--dispatches] [W1|W2|W2_small|W6]...  (default: W1, W2_small, W2; --help lists them)
 // W6 (GPT-2-small size) at batch TG_W6_BATCH (default 8): a GPU with ~12 GiB free.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/command_line.h"
 #include "examples/models.h"
 #include "tensorgrad/tensorgrad.h"
 
@@ -135,14 +137,11 @@ void profile(const std::string& name, const Graph& graph, const TensorMap& param
 int main(int argc, char** argv) {
   std::vector<std::string> which;
   bool list_dispatches = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--dispatches") {
-      list_dispatches = true;
-    } else {
-      which.push_back(arg);
-    }
-  }
+  CLI::App app{"Where one training step's device time goes, by op kind (Vulkan timestamps)", "tg_profile_step"};
+  app.add_flag("--dispatches", list_dispatches, "also list every dispatch in order (default: off)");
+  app.add_option("workloads", which, "the workloads to profile, W6 at batch TG_W6_BATCH (default: W1 W2_small W2)")
+      ->check(CLI::IsMember({"W1", "W2", "W2_small", "W6"}));
+  CLI11_PARSE(app, argc, argv);
   if (which.empty()) which = {"W1", "W2_small", "W2"};
   const auto ctx = vk::Context::create();
   {
@@ -187,9 +186,6 @@ int main(int argc, char** argv) {
                                                   .lr = 1e-3,
                                                   .seed = 1});
       profile(w, t.graph(), t.download_param_tensors(), ctx, list_dispatches);
-    } else {
-      std::fprintf(stderr, "unknown workload '%s' (W1, W2, W2_small, W6)\n", w.c_str());
-      return 2;
     }
   }
   return 0;

@@ -30,6 +30,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -39,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/command_line.h"
 #include "tensorgrad/vk/context.h"
 
 // Generated at build time by glslangValidator --vn (bench/CMakeLists.txt).
@@ -54,43 +56,23 @@ namespace {
 
 using namespace tg_probe;
 
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (i + 1 >= argc) throw tg::Error("missing value after " + arg);
-    const std::string value = argv[++i];
-    if (arg == "--n")
-      o.n = std::stoull(value);
-    else if (arg == "--dispatches")
-      o.dispatches = std::stoi(value);
-    else if (arg == "--repeats")
-      o.repeats = std::stoi(value);
-    else if (arg == "--sms")
-      o.sms = static_cast<std::uint32_t>(std::stoul(value));
-    else if (arg == "--out")
-      o.out = value;
-    else if (arg == "--only")
-      o.only = value;
-    else if (arg == "--mode")
-      o.mode = value;
-    else if (arg == "--submits")
-      o.submits = std::stoi(value);
-    else if (arg == "--submit-out")
-      o.submit_out = value;
-    else if (arg == "--bda" && (value == "on" || value == "off"))
-      o.bda = value == "on";
-    else
-      throw tg::Error("unknown option " + arg);
-  }
-  // n travels as a 32-bit push constant; the bda_addr_* variants address past 4 GiB in 64 bits.
-  if (o.n == 0 || o.n % 4 != 0 || o.n > 0xFFFFFFFFull)
-    throw tg::Error("--n must be a positive multiple of 4 below 2^32");
-  if (o.dispatches < 1 || o.repeats < 1 || o.sms < 1 || o.submits < 1)
-    throw tg::Error("--dispatches, --repeats, --sms, --submits must be >= 1");
-  if (o.mode != "stream" && o.mode != "submit" && o.mode != "both")
-    throw tg::Error("--mode must be stream, submit or both, not '" + o.mode + "'");
-  return o;
+// The command line (--help lists it with the defaults); `bda` is --bda's word, on or off.
+void add_options(CLI::App& app, Options& o, std::string& bda) {
+  using tg::examples::at_least;
+  app.option_defaults()->always_capture_default();
+  app.add_option("--n", o.n, "elements per operand: a positive multiple of 4 below 2^32")
+      ->check(tg::examples::not_negative());
+  app.add_option("--dispatches", o.dispatches, "dispatches in a chain")->check(at_least(1, "POSITIVE"));
+  app.add_option("--repeats", o.repeats, "timed submissions per variant and method")->check(at_least(1, "POSITIVE"));
+  app.add_option("--sms", o.sms, "the device's multiprocessors, for the persistent grids")
+      ->check(at_least(1, "POSITIVE"));
+  app.add_option("--out", o.out, "also write the stream table here");
+  app.add_option("--mode", o.mode, "which probes run")->check(CLI::IsMember({"stream", "submit", "both"}));
+  app.add_option("--submits", o.submits, "submissions per variant of the submit probe")->check(at_least(1, "POSITIVE"));
+  app.add_option("--submit-out", o.submit_out, "also write the submit table here");
+  app.add_option("--only", o.only, "run only the variants whose names contain one of these comma-separated pieces");
+  app.add_option("--bda", bda, "off: the context without buffer device addresses, a control")
+      ->check(CLI::IsMember({"on", "off"}));
 }
 
 // Groups as a 2-D grid whose x * y is as close to `groups` as the 65535-per-axis limit allows, so
@@ -372,8 +354,17 @@ int probe(const Options& opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  Options options;
+  std::string bda = "on";
+  CLI::App app{"Streaming-add and submission probes of the Vulkan executor's costs", "tg_vk_stream_probe"};
+  add_options(app, options, bda);
+  CLI11_PARSE(app, argc, argv);
+  options.bda = bda == "on";
   try {
-    return probe(parse(argc, argv));
+    // n travels as a 32-bit push constant; the bda_addr_* variants address past 4 GiB in 64 bits.
+    if (options.n == 0 || options.n % 4 != 0 || options.n > 0xFFFFFFFFull)
+      throw tg::Error("--n must be a positive multiple of 4 below 2^32");
+    return probe(options);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tg_vk_stream_probe: %s\n", e.what());
     return 2;

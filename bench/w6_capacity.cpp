@@ -25,6 +25,7 @@
 // ran, 1 otherwise, 2 on bad arguments.
 #include <cxxabi.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -40,6 +41,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "examples/command_line.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/vk/context.h"
 #include "transformer_setup.h"
@@ -152,51 +154,38 @@ Try try_batch(std::int64_t batch, const examples::TransformerConfig& config, int
   return result;
 }
 
-std::optional<Options> parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const auto value = [&]() -> std::optional<std::string> {
-      if (i + 1 >= argc) return std::nullopt;
-      return std::string(argv[++i]);
-    };
-    std::optional<std::string> v;
-    if (a == "--no-bisect") {
-      o.bisect = false;
-    } else if (a == "--tiny") {
-      o.tiny = true;
-    } else if ((a == "--out" || a == "--start" || a == "--max-batch" || a == "--steps" || a == "--budget-s") &&
-               (v = value())) {
-      try {
-        if (a == "--out") o.out = *v;
-        if (a == "--start") o.start = std::stoll(*v);
-        if (a == "--max-batch") o.max_batch = std::stoll(*v);
-        if (a == "--steps") o.steps = std::stoi(*v);
-        if (a == "--budget-s") o.budget_s = std::stod(*v);
-      } catch (const std::exception&) {
-        std::cerr << "tg_w6_capacity: bad value for " << a << ": " << *v << "\n";
-        return std::nullopt;
-      }
-    } else {
-      std::cerr << "tg_w6_capacity: unknown or incomplete argument " << a << "\n"
-                << "usage: tg_w6_capacity [--out FILE] [--start B] [--max-batch B] [--steps N] [--budget-s S] "
-                   "[--no-bisect] [--tiny]\n";
-      return std::nullopt;
-    }
-  }
-  if (o.start < 1 || o.max_batch < o.start || o.steps < 1) {
-    std::cerr << "tg_w6_capacity: need 1 <= --start <= --max-batch and --steps >= 1\n";
-    return std::nullopt;
-  }
-  return o;
+// The command line (--help lists it with the defaults).
+void add_options(CLI::App& app, Options& o) {
+  using tg::examples::at_least;
+  app.option_defaults()->always_capture_default();
+  app.add_option("--out", o.out, "write one JSON line per try here");
+  app.add_option("--start", o.start, "the first batch tried")->check(at_least(1, "POSITIVE"));
+  app.add_option("--max-batch", o.max_batch, "no batch above this is tried")->check(at_least(1, "POSITIVE"));
+  app.add_option("--steps", o.steps, "timed steps per batch")->check(at_least(1, "POSITIVE"));
+  app.add_option("--budget-s", o.budget_s, "no new try starts after this many seconds")
+      ->check(tg::examples::not_negative());
+  app.add_flag(
+      "--no-bisect", [&o](std::int64_t) { o.bisect = false; },
+      "stop at the first failure instead of bisecting (default: bisect)");
+  app.add_flag("--tiny", o.tiny,
+               "a shrunk model (T 32, d 48, 2 layers) to check the program on lavapipe (default: off)");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::optional<Options> options = parse(argc, argv);
-  if (!options) return 2;
-  const Options& o = *options;
+  Options o;
+  CLI::App app{"The largest W6 batch whose training step compiles and runs on Vulkan", "tg_w6_capacity"};
+  add_options(app, o);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help is 0; bad arguments keep the documented 2
+  }
+  if (o.max_batch < o.start) {
+    std::cerr << "tg_w6_capacity: --max-batch " << o.max_batch << " is below --start " << o.start << "\n";
+    return 2;
+  }
   examples::TransformerConfig config = examples::kW6Config;
   if (o.tiny) config = {.vocab = 256, .context = 32, .width = 48, .layers = 2, .heads = 12};
 
