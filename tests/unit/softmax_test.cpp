@@ -89,6 +89,60 @@ TEST(Softmax, MatchesLoopsOverFirstAndLastAxis) {
   }
 }
 
+// The f32 last-axis kernel (softmax_rows_f32.h) works in 8-lane blocks plus a tail: every block
+// remainder, and exps down into the subnormals (a row spread over [-110, 0] after the max) and
+// past them (flushed to 0, as expf does).
+TEST(Softmax, F32RowKernelMatchesLoopsAtEveryBlockRemainder) {
+  for (const std::int64_t length : {1, 7, 8, 9, 17, 4099}) {
+    const Shape shape{3, length};
+    auto x = test_values(tg::num_elements(shape), 5);
+    for (std::int64_t j = 0; j < length; ++j) {
+      x[static_cast<std::size_t>(length + j)] = -110.0F * static_cast<float>(j) / static_cast<float>(length);
+      x[static_cast<std::size_t>(2 * length + j)] += 1000.0F;
+    }
+    for (bool log : {false, true}) {
+      const auto expected = reference_softmax(log, shape, x, 1);
+      const HostTensor y = run(
+          HostTensor::f32(shape, x), [&](const Tensor& t) { return log ? tg::log_softmax(t) : tg::softmax(t); },
+          ComputeType::f32);
+      for (std::size_t i = 0; i < expected.size(); ++i) {
+        // Within a few f32 ulps, or 2 subnormal steps (1.4e-45 each) for the tiniest softmax values.
+        const double allowed = log ? 4e-6 * (std::fabs(expected[i]) + 1.0) : 4e-6 * std::fabs(expected[i]) + 3e-45;
+        EXPECT_NEAR(y.at(i), expected[i], allowed)
+            << (log ? "log_softmax" : "softmax") << " length " << length << " element " << i;
+      }
+    }
+  }
+}
+
+// NaN and infinities come out of the f32 row kernel as they come out of the oracle.
+TEST(Softmax, F32RowKernelKeepsTheOraclesNanAndInfinityPattern) {
+  constexpr float kInf = INFINITY;
+  const std::vector<float> rows = {
+      1,     NAN,   2,     3,     4,     5,     6,     7,     8,  // a NaN: every element NaN
+      -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, 0, kInf, 1, 2, 3, 4, 5, 6, -kInf};
+  for (bool log : {false, true}) {
+    const auto build = [&](const Tensor& t) { return log ? tg::log_softmax(t) : tg::softmax(t); };
+    tg::GraphBuilder b("g");
+    tg::TracingScope scope(b);
+    b.output("y", build(b.input("x", {DType::f32, {3, 9}})));
+    const tg::Graph g = b.take();
+    // Without check_coverage: NaN is the expected result here, not an unwritten element.
+    const auto on = [&](ComputeType compute) {
+      return tg::interpret(g, {{"x", HostTensor::f32({3, 9}, rows)}}, {.compute = compute}).outputs.at("y");
+    };
+    const HostTensor f32 = on(ComputeType::f32);
+    const HostTensor f64 = on(ComputeType::f64);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (std::isnan(f64.at(i))) {
+        EXPECT_TRUE(std::isnan(f32.at(i))) << "element " << i << " is " << f32.at(i);
+      } else {
+        EXPECT_EQ(f32.at(i), f64.at(i)) << "element " << i;
+      }
+    }
+  }
+}
+
 TEST(Softmax, RowsSumToOne) {
   const HostTensor x = HostTensor::f32({2, 2}, {1000.f, 1000.f, -1000.f, 0.f});
   const HostTensor y = run(

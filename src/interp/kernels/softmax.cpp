@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "../parallel.h"
 #include "families.h"
+#include "softmax_rows_f32.h"
 #include "tensorgrad/ir/launch_paths.h"
 
 namespace tg::interp {
@@ -26,6 +28,9 @@ const LaunchPath kSoftmaxOneTile("interp", "softmax", "one_tile");
 const LaunchPath kSoftmaxSeveralTiles("interp", "softmax", "several_tiles");
 const LaunchPath kLogSoftmaxOneTile("interp", "log_softmax", "one_tile");
 const LaunchPath kLogSoftmaxSeveralTiles("interp", "log_softmax", "several_tiles");
+// f32 over the last axis: the vectorized row kernel (softmax_rows_f32.h).
+const LaunchPath kSoftmaxRowsF32("interp", "softmax", "rows_f32");
+const LaunchPath kLogSoftmaxRowsF32("interp", "log_softmax", "rows_f32");
 
 template <class T, bool kLog>
 void softmax_kernel(const KernelCall<T>& call) {
@@ -35,6 +40,15 @@ void softmax_kernel(const KernelCall<T>& call) {
   const T* x = call.real(0).data();
   T* y = call.output.real.data();
   if (outer * inner == 0) return;  // no rows (a zero dim: no named path)
+  if constexpr (std::is_same_v<T, float>) {
+    if (inner == 1) {
+      (kLog ? kLogSoftmaxRowsF32 : kSoftmaxRowsF32).hit();
+      const std::int64_t grain = std::max<std::int64_t>(1, kWorkGrain / std::max<std::int64_t>(length, 1));
+      parallel_chunks(outer, grain,
+                      [&](std::int64_t r0, std::int64_t r1) { softmax_rows_f32(x, y, r0, r1, length, kLog); });
+      return;
+    }
+  }
   if constexpr (kLog) {
     (inner > kInnerTile ? kLogSoftmaxSeveralTiles : kLogSoftmaxOneTile).hit();
   } else {

@@ -1,0 +1,129 @@
+#include "softmax_rows_f32.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+// AVX2 where the CPU has it, chosen at load time (GCC/Clang function multiversioning); the baseline
+// build targets plain x86-64, where the same loops vectorize to SSE2.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TG_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TG_VECTOR_CLONES
+#endif
+
+// The 32-byte vector helpers below are always inlined, so no vector crosses a call boundary and
+// the compilers' note that their ABI differs without AVX does not apply.
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+namespace tg::interp {
+
+namespace {
+
+// Eight float lanes (GCC/Clang vector extensions): AVX registers in the AVX2 clone, pairs of SSE
+// registers in the baseline one.
+using Floats = float __attribute__((vector_size(32)));
+using Ints = std::int32_t __attribute__((vector_size(32)));
+constexpr int kLanes = 8;
+
+[[gnu::always_inline]] inline Floats load(const float* p) {
+  Floats v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+[[gnu::always_inline]] inline void store(float* p, Floats v) { std::memcpy(p, &v, sizeof v); }
+
+[[gnu::always_inline]] inline Floats splat(float x) { return Floats{} + x; }
+
+// exp(x) for x <= 0 or NaN (softmax's x - max); see the header for its precision.
+[[gnu::always_inline]] inline Floats exp_nonpositive(Floats x) {
+  const Floats lowest = splat(-104.0F);  // exp(-104) is below the smallest subnormal
+  const Floats clamped = x < lowest ? lowest : x;
+  const Floats round = splat(12582912.0F);  // 1.5 * 2^23: adding and subtracting it rounds
+  const Floats n = (clamped * 1.44269504088896341F + round) - round;
+  // ln 2 in two parts; n * 0.693359375 (9 significant bits) is exact for |n| < 2^8.
+  const Floats r = (clamped - n * 0.693359375F) - n * -2.12194440e-4F;
+  // exp(r) for |r| <= ln2 / 2: Taylor to degree 7 (truncation below 0.1 ulp).
+  Floats p = splat(1.0F / 5040.0F);
+  p = p * r + 1.0F / 720.0F;
+  p = p * r + 1.0F / 120.0F;
+  p = p * r + 1.0F / 24.0F;
+  p = p * r + 1.0F / 6.0F;
+  p = p * r + 0.5F;
+  p = p * r + 1.0F;
+  p = p * r + 1.0F;
+  // 2^n in two factors so that results below 2^-126 come out subnormal rather than wrong.
+  const Ints k = __builtin_convertvector(n, Ints);
+  const Ints tiny = k < -126;
+  const Ints k1 = tiny ? k + 64 : k;
+  const Floats scale = std::bit_cast<Floats>((k1 + 127) << 23);
+  const Floats result = p * scale * (tiny ? splat(0x1p-64F) : splat(1.0F));
+  const Floats flushed = x < lowest ? splat(0.0F) : result;
+  return x != x ? x : flushed;  // NaN stays NaN
+}
+
+[[gnu::always_inline]] inline float exp_nonpositive(float x) {
+  float lanes[kLanes] = {x};
+  store(lanes, exp_nonpositive(load(lanes)));
+  return lanes[0];
+}
+
+[[gnu::always_inline]] inline float row_max(const float* row, std::int64_t length) {
+  Floats lanes = splat(-std::numeric_limits<float>::infinity());
+  std::int64_t j = 0;
+  for (; j + kLanes <= length; j += kLanes) {
+    const Floats v = load(row + j);
+    lanes = lanes < v ? v : lanes;
+  }
+  float m = -std::numeric_limits<float>::infinity();
+  for (int l = 0; l < kLanes; ++l) m = m < lanes[l] ? lanes[l] : m;
+  for (; j < length; ++j) m = m < row[j] ? row[j] : m;
+  return m;
+}
+
+// Sum of exp(row - m), writing each exp to `out` when it is not null.
+[[gnu::always_inline]] inline float exp_sum(const float* row, float m, float* out, std::int64_t length) {
+  Floats lanes = {};
+  std::int64_t j = 0;
+  for (; j + kLanes <= length; j += kLanes) {
+    const Floats e = exp_nonpositive(load(row + j) - m);
+    lanes += e;
+    if (out != nullptr) store(out + j, e);
+  }
+  float tail = 0.0F;
+  for (; j < length; ++j) {
+    const float e = exp_nonpositive(row[j] - m);
+    tail += e;
+    if (out != nullptr) out[j] = e;
+  }
+  // A fixed pairwise order over the lanes, then the tail.
+  const float s01 = lanes[0] + lanes[1], s23 = lanes[2] + lanes[3];
+  const float s45 = lanes[4] + lanes[5], s67 = lanes[6] + lanes[7];
+  return ((s01 + s23) + (s45 + s67)) + tail;
+}
+
+}  // namespace
+
+TG_VECTOR_CLONES
+void softmax_rows_f32(const float* x, float* y, std::int64_t first, std::int64_t last, std::int64_t length, bool log) {
+  for (std::int64_t r = first; r < last; ++r) {
+    const float* row = x + r * length;
+    float* out = y + r * length;
+    const float m = row_max(row, length);
+    if (log) {
+      // (x - max) - log(sum), as the generic kernel: no rounding of max + log(sum) at x's scale.
+      const float log_sum = std::log(exp_sum(row, m, nullptr, length));
+      for (std::int64_t j = 0; j < length; ++j) out[j] = (row[j] - m) - log_sum;
+    } else {
+      const float sum = exp_sum(row, m, out, length);
+      for (std::int64_t j = 0; j < length; ++j) out[j] /= sum;
+    }
+  }
+}
+
+}  // namespace tg::interp
