@@ -20,6 +20,10 @@
 namespace tg::vk {
 namespace {
 
+// The matmul shaders' push-constant block (MatmulPush in src/vk/kernels/matmul.cpp, which asserts
+// its size): a pipeline layout must cover it, or validation refuses the pipeline.
+constexpr std::uint32_t kMatmulPushBytes = 88;
+
 using testing::random_f32;
 using testing::VkTest;
 
@@ -111,12 +115,12 @@ TEST_F(VkTest, OtherSpecializationConstantsCompileTheirOwnPipeline) {
   // The key directly: shader, binding count, push-constant bytes and each constant all count.
   const std::uint32_t spec_a[] = {1, 0, 0}, spec_b[] = {0, 1, 0};
   bool created = false;
-  const auto p1 = ctx->pipeline("matmul_small", 3, 48, spec_a, &created);
+  const auto p1 = ctx->pipeline("matmul_small", 3, kMatmulPushBytes, spec_a, &created);
   const bool first_created = created;
-  const auto p2 = ctx->pipeline("matmul_small", 3, 48, spec_a, &created);
+  const auto p2 = ctx->pipeline("matmul_small", 3, kMatmulPushBytes, spec_a, &created);
   EXPECT_FALSE(created);
   EXPECT_EQ(p1, p2);
-  const auto p3 = ctx->pipeline("matmul_small", 3, 48, spec_b, &created);
+  const auto p3 = ctx->pipeline("matmul_small", 3, kMatmulPushBytes, spec_b, &created);
   EXPECT_TRUE(created);
   EXPECT_NE(p1, p3);
   (void)first_created;  // the programs above may have made it already
@@ -182,7 +186,7 @@ TEST_F(VkTest, HeldPipelinesStayWithinTheBoundAndKeepThoseInUse) {
     EXPECT_FALSE(created);
     (void)ctx->pipeline("add", 3, 8, {}, &created);  // evicted before: compiled again
     EXPECT_TRUE(created);
-    (void)ctx->pipeline("matmul_small", 3, 48, transposed);
+    (void)ctx->pipeline("matmul_small", 3, kMatmulPushBytes, transposed);
     stats = ctx->pipeline_stats();
     EXPECT_EQ(stats.held, 2u);
     EXPECT_NE(in_use->handle(), VK_NULL_HANDLE);
