@@ -17,7 +17,7 @@ Training::Training(Training&&) noexcept = default;
 Training& Training::operator=(Training&&) noexcept = default;
 Training::~Training() = default;
 
-StepResult Training::step(const TensorMap& data) {
+StepResult Training::step(const TensorMap& data, const Patches& patches) {
   const std::lock_guard lock(core_->mutex);
   detail::TrainingCore& core = *core_;
   if (auto problems = detail::check_data(core.spec.inputs, data)) {
@@ -32,6 +32,17 @@ StepResult Training::step(const TensorMap& data) {
         detail::failure("schedule", "step " + std::to_string(number) + ": " + e.what()));
   }
   for (const auto& [name, value] : data) feed.emplace(name, value);
+  // Every step graph records every site, so the current one checks the patches before a switch.
+  auto patch_feed = detail::patch_feed(core.compiled.patch_sites, patches);
+  if (const auto* why = std::get_if<std::string>(&patch_feed)) {
+    return TrainingResult<double>::failed(detail::failure("patch", "step: " + *why));
+  }
+  for (auto& [name, value] : std::get<TensorMap>(patch_feed)) feed.insert_or_assign(name, std::move(value));
+  try {
+    core.use_patches(patches.sites());
+  } catch (const std::exception& e) {
+    return TrainingResult<double>::failed(detail::failure("compile", "step: " + std::string(e.what())));
+  }
   if (core.compiled.uses_step_seed) feed.insert_or_assign(kStepSeedInput, detail::step_seed_value(core.seed, number));
 
   const RunResult run = core.compiled.session->run(feed);
@@ -176,6 +187,7 @@ void Training::replace_model_erased(const Module& model, std::type_index type, R
   // Everything that can throw is done (init_value of a checked ParamInfo does not): swap in.
   core.spec = std::move(spec);
   core.compiled = std::move(compiled);
+  core.patch_variants.clear();  // they trace the old model
   core.seed = options.seed.value_or(detail::random_seed());
   if (options.lr) core.base_lr = *options.lr;
   core.snapshot.reset();

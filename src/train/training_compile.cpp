@@ -72,10 +72,12 @@ std::optional<std::string> check_data(const InputSpecs& specs, const TensorMap& 
 }
 
 Graph trace(const Module& model, const ErasedFn& fn, const InputSpecs& inputs, const std::string& graph_name,
-            const std::function<void(GraphBuilder&, const Tensor&)>& add_outputs) {
+            const std::function<void(GraphBuilder&, const Tensor&)>& add_outputs, const std::set<std::string>& patches,
+            PatchSites* sites) {
   GraphBuilder builder(graph_name);
   {
     TracingScope scope(builder);
+    PatchTraceScope patch_scope(builder, patches);
     ParamBinding bound(model, builder);
     Inputs traced;
     for (const auto& [name, spec] : inputs) traced.emplace(name, builder.input(name, {spec.dtype, spec.shape}));
@@ -94,8 +96,12 @@ Graph trace(const Module& model, const ErasedFn& fn, const InputSpecs& inputs, c
                          "': the function must return a tensor traced from its inputs or params");
     }
     add_outputs(builder, result);
+    if (sites != nullptr) *sites = patch_scope.sites();
   }
-  return builder.take();
+  // Without active sites the graph is exactly what was traced; with them, the nodes that computed
+  // the replaced values are dead and dropped.
+  if (patches.empty()) return builder.take();
+  return without_dead_nodes(builder.graph());
 }
 
 namespace {
@@ -131,7 +137,7 @@ bool depends_on_a_param(const Graph& graph, ValueId value) {
 }
 }  // namespace
 
-CompiledStep compile_step(const ErasedTrainingSpec& spec) {
+CompiledStep compile_step(const ErasedTrainingSpec& spec, const std::set<std::string>& patches) {
   if (spec.model == nullptr) throw CompileError("compile: no model");
   if (!spec.loss) throw CompileError("compile: no loss function");
   for (const auto& [name, input] : spec.inputs) {
@@ -148,13 +154,17 @@ CompiledStep compile_step(const ErasedTrainingSpec& spec) {
   for (const ParamInfo& p : out.params) out.param_names.push_back(p.name);
   check_input_names(spec.inputs, out.params);
 
-  const Graph forward = trace(*spec.model, spec.loss, spec.inputs, "training", [](GraphBuilder& b, const Tensor& loss) {
-    if (loss.rank() != 0 || !is_float(loss.dtype())) {
-      throw CompileError("compile: the loss must be a 0-d float tensor (a scalar), got " + loss.type().to_string() +
-                         "; reduce it, e.g. with mean()");
-    }
-    b.output("loss", loss);
-  });
+  const Graph forward = trace(
+      *spec.model, spec.loss, spec.inputs, "training",
+      [](GraphBuilder& b, const Tensor& loss) {
+        if (loss.rank() != 0 || !is_float(loss.dtype())) {
+          throw CompileError("compile: the loss must be a 0-d float tensor (a scalar), got " + loss.type().to_string() +
+                             "; reduce it, e.g. with mean()");
+        }
+        b.output("loss", loss);
+      },
+      patches, &out.patch_sites);
+  out.patches = patches;
   if (!depends_on_a_param(forward, *forward.find_output("loss"))) {
     throw CompileError("compile: the loss does not depend on any param of the model (" +
                        std::to_string(out.params.size()) + " params, e.g. '" + out.params.front().name +

@@ -45,22 +45,24 @@ InputSpecs resolved(const InputSpecs& specs, std::int64_t batch) {
 
 }  // namespace
 
-ForwardCore::Entry& ForwardCore::entry_for(std::int64_t batch) {
+ForwardCore::Entry& ForwardCore::entry_for(std::int64_t batch, const std::set<std::string>& patches) {
   if (generation != training->generation) {
     cache.clear();  // replace_model: the old graphs trace the old model
     generation = training->generation;
   }
   for (auto it = cache.begin(); it != cache.end(); ++it) {
-    if (it->batch == batch) {
+    if (it->batch == batch && it->patches == patches) {
       cache.splice(cache.begin(), cache, it);
       return cache.front();
     }
   }
   const std::string name = batch < 0 ? "forward" : "forward.b" + std::to_string(batch);
-  const Graph graph = trace(*training->spec.model, fn, resolved(inputs, batch), name,
-                            [](GraphBuilder& b, const Tensor& out) { b.output("output", out); });
   Entry entry;
+  const Graph graph = trace(
+      *training->spec.model, fn, resolved(inputs, batch), name,
+      [](GraphBuilder& b, const Tensor& out) { b.output("output", out); }, patches, &entry.patch_sites);
   entry.batch = batch;
+  entry.patches = patches;
   entry.uses_step_seed = graph.find_input(kStepSeedInput).has_value();
   entry.session =
       std::make_unique<Session>(graph, SessionOptions{.backend = training->spec.backend,
@@ -105,7 +107,7 @@ Forward Training::attach_erased(detail::ErasedFn fn, std::type_index type, Input
   return Forward(std::move(core));
 }
 
-ForwardResult Forward::run(const TensorMap& data) {
+ForwardResult Forward::run(const TensorMap& data, const Patches& patches) {
   const std::lock_guard lock(core_->training->mutex);
   detail::ForwardCore& core = *core_;
   const auto batch = detail::resolve_batch(core.inputs, data);
@@ -118,9 +120,13 @@ ForwardResult Forward::run(const TensorMap& data) {
   }
   detail::ForwardCore::Entry* entry = nullptr;
   try {
-    entry = &core.entry_for(b);
+    entry = &core.entry_for(b, patches.sites());
   } catch (const std::exception& e) {
     return TrainingResult<HostTensor>::failed(detail::failure("compile", e.what()));
+  }
+  auto patch_feed = detail::patch_feed(entry->patch_sites, patches);
+  if (const auto* why = std::get_if<std::string>(&patch_feed)) {
+    return TrainingResult<HostTensor>::failed(detail::failure("patch", "run: " + *why));
   }
   try {
     detail::TrainingCore& training = *core.training;
@@ -137,6 +143,7 @@ ForwardResult Forward::run(const TensorMap& data) {
         detail::failure("internal", std::string("copying the params: ") + e.what()));
   }
   TensorMap feed = data;
+  for (auto& [name, value] : std::get<TensorMap>(patch_feed)) feed.insert_or_assign(name, std::move(value));
   if (entry->uses_step_seed)
     feed.insert_or_assign(kStepSeedInput, detail::step_seed_value(core.training->seed, core.runs));
   ++core.runs;
@@ -150,11 +157,11 @@ const std::vector<std::string>& Forward::param_names() const {
   return core_->training->compiled.param_names;
 }
 
-const Graph& Forward::graph_for(const TensorMap& data) {
+const Graph& Forward::graph_for(const TensorMap& data, const Patches& patches) {
   const std::lock_guard lock(core_->training->mutex);
   const auto batch = detail::resolve_batch(core_->inputs, data);
   if (const auto* why = std::get_if<std::string>(&batch)) throw RuntimeError("graph_for: " + *why);
-  return core_->entry_for(std::get<std::int64_t>(batch)).session->graph();
+  return core_->entry_for(std::get<std::int64_t>(batch), patches.sites()).session->graph();
 }
 
 std::size_t Forward::cached_shapes() const {

@@ -3,12 +3,15 @@
 // the src/train/training*.cpp files.
 #include <cstdint>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "tensorgrad/train/patch.h"
 #include "tensorgrad/train/training.h"
 
 namespace tg::detail {
@@ -24,6 +27,8 @@ struct CompiledStep {
   std::vector<std::pair<std::string, std::string>> grad_inputs;  // (param, input)
   std::unique_ptr<Session> session;                              // holds the graph, params and state
   bool uses_step_seed = false;
+  PatchSites patch_sites;         // every patch() site of the loss, with its type
+  std::set<std::string> patches;  // the sites active in this graph (patch.h)
 };
 
 struct TrainingCore {
@@ -35,7 +40,11 @@ struct TrainingCore {
   Schedule base_lr;         // the schedule as the user gave it (reset and replace_model restart it)
   Schedule lr;              // base_lr rebased by set_lr
   std::uint64_t seed = 0;
+  // The step graph of the active patch sites last stepped with; it holds the params and state.
   CompiledStep compiled;
+  // The step graphs of other sets of active sites, compiled on first use. Their sessions' params and
+  // state are stale: switching moves them over (move_state) and swaps the graph into `compiled`.
+  std::map<std::set<std::string>, CompiledStep> patch_variants;
   std::int64_t steps = 0;
   bool has_grads = false;  // a step completed since compile, reset or load: grad_inputs hold its gradients
   // Bumped whenever params change (steps, uploads, resets, loads), so forwards know to copy them.
@@ -48,6 +57,9 @@ struct TrainingCore {
 
   // Sets params to init_value(seed) and/or zeroes the optimizer state (and the step counter).
   void reinit(bool params, bool optimizer);
+  // Makes `compiled` the step graph with these active patch sites (compiling it on first use) and
+  // moves the params, optimizer state and last gradients into it. Throws; then nothing changed.
+  void use_patches(const std::set<std::string>& active);
   const TensorMap& param_snapshot();
 };
 
@@ -65,13 +77,16 @@ struct ForwardCore {
     std::uint64_t synced_version = 0;
     bool synced = false;
     bool uses_step_seed = false;
+    std::set<std::string> patches;  // the active patch sites compiled in
+    PatchSites patch_sites;
   };
   std::list<Entry> cache;  // most recently used first
   std::uint64_t generation = 0;
   std::int64_t runs = 0;
 
-  // The entry for `batch` (compiling it on a miss, evicting the least recently used). Throws.
-  Entry& entry_for(std::int64_t batch);
+  // The entry for `batch` and these active patch sites (compiling it on a miss, evicting the least
+  // recently used). Throws.
+  Entry& entry_for(std::int64_t batch, const std::set<std::string>& patches = {});
 };
 
 // Checks `data` against the declared inputs (all of them, nothing else, each of its type). Returns
@@ -79,11 +94,14 @@ struct ForwardCore {
 std::optional<std::string> check_data(const InputSpecs& specs, const TensorMap& data);
 
 // Traces fn(model, inputs) with the model's params bound (one param input per param, then one
-// data input per spec) and lets add_outputs name the outputs. Throws what tracing throws.
+// data input per spec) and lets add_outputs name the outputs. The patch sites in `patches` become
+// inputs (and the nodes they leave dead are dropped); `sites`, when given, receives every site met.
+// Throws what tracing throws.
 Graph trace(const Module& model, const ErasedFn& fn, const InputSpecs& inputs, const std::string& graph_name,
-            const std::function<void(GraphBuilder&, const Tensor&)>& add_outputs);
+            const std::function<void(GraphBuilder&, const Tensor&)>& add_outputs,
+            const std::set<std::string>& patches = {}, PatchSites* sites = nullptr);
 
-CompiledStep compile_step(const ErasedTrainingSpec& spec);
+CompiledStep compile_step(const ErasedTrainingSpec& spec, const std::set<std::string>& patches = {});
 std::uint64_t random_seed();
 // The step_seed input of stochastic ops for run `index` of a graph under `seed`.
 HostTensor step_seed_value(std::uint64_t seed, std::int64_t index);

@@ -43,6 +43,7 @@
 #include "tensorgrad/runtime/session.h"
 #include "tensorgrad/train/capture.h"
 #include "tensorgrad/train/module.h"
+#include "tensorgrad/train/patch.h"
 #include "tensorgrad/train/schedule.h"
 
 namespace tg {
@@ -104,8 +105,9 @@ struct ForwardSpec {
 
 // The result of Training::step / Forward::run: completed (a value and the captures) or failed
 // (RunFailure: kind + message). Kinds are Session's ("input", "runtime", "nonfinite", "device",
-// "memory", "internal") plus "schedule" (the schedule has no rate for the step number) and
-// "compile" (a forward could not be traced at a new batch size).
+// "memory", "internal") plus "schedule" (the schedule has no rate for the step number),
+// "compile" (a forward could not be traced at a new batch size or set of active patch sites) and
+// "patch" (an unknown patch site or a patch value of the wrong type, naming the site).
 template <class Value>
 class TrainingResult {
  public:
@@ -190,8 +192,10 @@ class Training {
 
   // One optimizer step on `data` (exactly the declared inputs). Never throws. Only a completed step
   // changes params and optimizer state and advances the step counter; a NaN or Inf loss fails with
-  // kind "nonfinite" and changes nothing.
-  StepResult step(const TensorMap& data);
+  // kind "nonfinite" and changes nothing. `patches` names the active patch() sites and their values
+  // (patch.h); an unknown site or a value of the wrong type fails with kind "patch". A new set of
+  // active sites compiles its own step graph (kept), and switching sets moves params and state over.
+  StepResult step(const TensorMap& data, const Patches& patches = {});
 
   // Completed steps so far (the next step is number steps() + 1 of the schedule).
   std::int64_t steps() const;
@@ -268,15 +272,18 @@ class Forward {
   ~Forward();
 
   // Never throws. Failures: "input" (unknown, missing or misshapen inputs, disagreeing wildcards),
-  // "compile" (the forward cannot be traced at this batch size), and Session's kinds.
-  ForwardResult run(const TensorMap& data);
+  // "compile" (the forward cannot be traced at this batch size), "patch" (an unknown patch site or a
+  // value of the wrong type: patch.h), and Session's kinds. Each set of active patch sites is a
+  // graph of its own, cached like a batch size.
+  ForwardResult run(const TensorMap& data, const Patches& patches = {});
   const std::vector<std::string>& param_names() const;
   // The params are the training's: these are Training::upload_params / download_params (an upload
   // here is seen by the training's next step and by every forward attached to it).
   void upload_params(const ParamValues& values);
   ParamValues download_params() const;
-  // The graph for these inputs' batch size (compiled and cached like run). Throws tg::Error.
-  const Graph& graph_for(const TensorMap& data);
+  // The graph for these inputs' batch size and these active patch sites (compiled and cached like
+  // run). Throws tg::Error.
+  const Graph& graph_for(const TensorMap& data, const Patches& patches = {});
   std::size_t cached_shapes() const;
 
  private:
