@@ -16,6 +16,7 @@
 
 // Not tensorgrad/tensorgrad.h: the tests include this file, and the umbrella also pulls in every
 // header generated from ops.def, which would recompile them whenever an op is added.
+#include "tensorgrad/ir/checkpoint.h"
 #include "tensorgrad/ir/ops/api.h"
 #include "tensorgrad/train/module.h"
 #include "tensorgrad/train/nn.h"
@@ -46,6 +47,10 @@ struct TransformerConfig {
   std::int64_t width = 128;    // d
   std::int64_t layers = 4;
   std::int64_t heads = 4;
+  // Gradient checkpointing of every block (tg::checkpoint): the backward recomputes each block's
+  // forward from its input instead of keeping its activations alive. Same gradients, less memory,
+  // one more forward per step.
+  bool checkpoint_blocks = false;
 };
 
 // W6 (see the top of this file): CharTransformer(kW6Config).
@@ -105,8 +110,11 @@ inline Tensor attend(const Attention& a, const Tensor& x, std::int64_t heads) {
 inline Tensor transformer_logits(const CharTransformer& m, const Inputs& in) {
   Tensor h = m.tokens(in.at("tokens")) + m.positions;
   for (const Block& b : m.blocks) {
-    h = h + attend(b.attn, b.ln1(h), m.config.heads);
-    h = h + b.out(gelu(b.fc(b.ln2(h))));
+    const auto block = [&](const Tensor& x) {
+      const Tensor y = x + attend(b.attn, b.ln1(x), m.config.heads);
+      return y + b.out(gelu(b.fc(b.ln2(y))));
+    };
+    h = m.config.checkpoint_blocks ? checkpoint(block, h) : block(h);
   }
   return m.head(m.ln(h));
 }

@@ -21,7 +21,8 @@ inline bool same_attr(const AttrValue& a, const AttrValue& b) {
 }
 
 inline bool same_node(const Node& a, const Node& b) {
-  if (a.op != b.op || a.inputs != b.inputs || a.output != b.output || !(a.loc == b.loc)) return false;
+  if (a.op != b.op || a.inputs != b.inputs || a.output != b.output || !(a.loc == b.loc) || a.checkpoint != b.checkpoint)
+    return false;
   const auto& x = a.attrs.items();
   const auto& y = b.attrs.items();
   if (x.size() != y.size()) return false;

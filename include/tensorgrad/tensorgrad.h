@@ -3,6 +3,7 @@
 #include "tensorgrad/interp/host_tensor.h"
 #include "tensorgrad/interp/interpreter.h"
 #include "tensorgrad/ir/attrs.h"
+#include "tensorgrad/ir/checkpoint.h"
 #include "tensorgrad/ir/dtype.h"
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/ir/graph.h"

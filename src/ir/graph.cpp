@@ -78,6 +78,17 @@ void Graph::add_output(std::string name, ValueId value) {
   outputs_.push_back(GraphOutput{std::move(name), value});
 }
 
+void Graph::set_checkpoint(NodeId node, std::int32_t segment) {
+  if (node < 0 || static_cast<std::size_t>(node) >= nodes_.size()) {
+    throw Error("graph '" + name_ + "' has no node %" + std::to_string(node) + " to put in a checkpoint segment");
+  }
+  if (segment < kNoCheckpoint) {
+    throw Error("checkpoint segment " + std::to_string(segment) + " of node %" + std::to_string(node) + " in graph '" +
+                name_ + "' is negative (segments are numbered from 0)");
+  }
+  nodes_[static_cast<std::size_t>(node)].checkpoint = segment;
+}
+
 std::optional<ValueId> Graph::find_input(std::string_view name) const {
   const auto it = input_by_name_.find(name);
   if (it == input_by_name_.end()) return std::nullopt;

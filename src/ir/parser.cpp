@@ -2,6 +2,8 @@
 // Every refusal is a ParseError with the line and column of the offending token; nothing else
 // escapes (the parser is fuzzed with truncated and corrupted texts).
 #include <charconv>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -200,6 +202,16 @@ class Parser : public text::TextCursor {
     const std::size_t type_at = pos_;
     expect(':', "':' and the node's type");
     const TensorType declared = type();
+    std::int32_t segment = kNoCheckpoint;
+    if (accept_keyword("checkpoint")) {
+      skip_space();
+      const std::size_t segment_at = pos_;
+      const auto number = integer<std::int64_t>("a checkpoint segment number");
+      if (number < 0 || number > std::numeric_limits<std::int32_t>::max()) {
+        fail(segment_at, "checkpoint segment " + std::to_string(number) + " is out of range (0 to 2^31 - 1)");
+      }
+      segment = static_cast<std::int32_t>(number);
+    }
     SourceLoc loc;
     if (accept('@')) loc = location();
 
@@ -208,7 +220,8 @@ class Parser : public text::TextCursor {
       fail(type_at, "declared type " + declared.to_string() + " differs from the type " + inferred.to_string() +
                         " that " + std::string(op_text) + "'s shape rule gives");
     }
-    graph_.add_node(*op, std::move(args), std::move(attrs), declared, std::move(loc));
+    const ValueId out = graph_.add_node(*op, std::move(args), std::move(attrs), declared, std::move(loc));
+    if (segment != kNoCheckpoint) graph_.set_checkpoint(graph_.value(out).producer, segment);
   }
 
   TensorType infer(OpId op, const Attrs& attrs, const std::vector<ValueId>& args, std::size_t op_at) {

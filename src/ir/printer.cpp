@@ -66,6 +66,7 @@ std::string node_line(const Graph& graph, NodeId index, const Node& node, const 
   s += ")";
   if (!node.attrs.empty()) s += " " + node.attrs.to_string();
   s += " : " + graph.type(node.output).to_string();
+  if (node.checkpoint != kNoCheckpoint) s += " checkpoint " + std::to_string(node.checkpoint);
   if (options.locations && !(node.loc == SourceLoc{})) {
     s +=
         " @" + text::quote(node.loc.file) + ":" + std::to_string(node.loc.line) + ":" + std::to_string(node.loc.column);

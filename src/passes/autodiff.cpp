@@ -4,6 +4,8 @@
 #include "tensorgrad/passes/autodiff.h"
 
 #include <optional>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "tensorgrad/ir/error.h"
@@ -75,10 +77,65 @@ Graph without_dead_nodes(const Graph& g, std::size_t first) {
     std::vector<ValueId> inputs;
     for (ValueId in : node.inputs) inputs.push_back(renamed[static_cast<std::size_t>(in)]);
     renamed[v] = out.add_node(node.op, std::move(inputs), node.attrs, g.type(id), node.loc);
+    if (node.checkpoint != kNoCheckpoint) out.set_checkpoint(out.value(renamed[v]).producer, node.checkpoint);
   }
   for (const GraphOutput& o : g.outputs()) out.add_output(o.name, renamed[static_cast<std::size_t>(o.value)]);
   return out;
 }
+
+// Gradient checkpointing: the backward reads a checkpointed segment's values from a recomputation,
+// emitted the first time the backward needs one of them (just before the segment's last node's
+// gradient), rather than from the forward. The forward's copies then die inside the forward.
+class Recomputation {
+ public:
+  Recomputation(const Graph& forward, GraphBuilder& builder) : forward_(forward), builder_(builder) {
+    for (std::size_t n = 0; n < forward.nodes().size(); ++n) {
+      const std::int32_t segment = forward.nodes()[n].checkpoint;
+      if (segment == kNoCheckpoint) continue;
+      members_[segment].push_back(static_cast<NodeId>(n));
+    }
+  }
+
+  // The value the gradient of a node of segment `reader` reads for forward value `v`: the
+  // recomputed copy when v was computed in that same segment, else `v` itself (a value from outside
+  // is a segment input, kept from the forward; and a node outside reading a segment's result reads
+  // the forward's, which lives on anyway, so its backward does not start the recomputation early).
+  // Emits the segment's recomputation on first use.
+  Tensor read(ValueId v, std::int32_t reader) {
+    const NodeId producer = forward_.value(v).producer;
+    if (reader == kNoCheckpoint || producer == kNoNode) return builder_.wrap(v);
+    const std::int32_t segment = forward_.node(producer).checkpoint;
+    if (segment != reader) return builder_.wrap(v);
+    if (done_.insert(segment).second) recompute(segment);
+    return builder_.wrap(copy_.at(v));
+  }
+
+ private:
+  // Re-emits the segment's nodes in forward order, the same op, attributes (a random op's salt
+  // included) and call site, reading the forward values the segment did not compute itself.
+  // Recomputed nodes carry no segment mark: they are backward nodes. Those the gradient does not
+  // read are dropped afterwards with the other dead backward nodes.
+  void recompute(std::int32_t segment) {
+    Graph& graph = builder_.mutable_graph();
+    for (NodeId n : members_.at(segment)) {
+      const Node& node = forward_.node(n);
+      std::vector<ValueId> inputs;
+      for (ValueId in : node.inputs) {
+        const auto it = copy_.find(in);
+        inputs.push_back(it != copy_.end() ? it->second : in);
+      }
+      copy_[node.output] = graph.add_node(node.op, std::move(inputs), node.attrs, forward_.type(node.output), node.loc);
+    }
+  }
+
+  const Graph& forward_;
+  GraphBuilder& builder_;
+  // Per segment, its nodes in forward order. Keyed by number (a parsed graph may number its
+  // segments sparsely), and the segments recomputed so far.
+  std::unordered_map<std::int32_t, std::vector<NodeId>> members_;
+  std::unordered_set<std::int32_t> done_;
+  std::unordered_map<ValueId, ValueId> copy_;  // forward value -> recomputed value
+};
 
 }  // namespace
 
@@ -113,6 +170,7 @@ Graph differentiate(const Graph& forward, const GradOptions& options) {
   }
 
   const auto& nodes = forward.nodes();
+  Recomputation recomputed(forward, builder);
   std::vector<Tensor> inputs;
   for (std::size_t n = nodes.size(); n-- > 0;) {
     const Node& node = nodes[n];
@@ -123,9 +181,10 @@ Graph differentiate(const Graph& forward, const GradOptions& options) {
     if (!def.grad) throw Error("differentiate: op '" + std::string(def.name) + "' has no gradient rule");
 
     inputs.clear();
-    for (ValueId v : node.inputs) inputs.push_back(builder.wrap(v));
+    for (ValueId v : node.inputs) inputs.push_back(recomputed.read(v, node.checkpoint));
+    const Tensor output = recomputed.read(node.output, node.checkpoint);
     builder.set_location_override(node.loc);
-    const auto grads = def.grad(GradArgs{inputs, builder.wrap(node.output), *g, node.attrs});
+    const auto grads = def.grad(GradArgs{inputs, output, *g, node.attrs});
     if (grads.size() != node.inputs.size()) {
       throw Error("differentiate: the gradient rule of '" + std::string(def.name) + "' returned " +
                   std::to_string(grads.size()) + " cotangents for " + std::to_string(node.inputs.size()) + " inputs");

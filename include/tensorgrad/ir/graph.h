@@ -20,6 +20,8 @@ namespace tg {
 using ValueId = std::int32_t;
 using NodeId = std::int32_t;
 inline constexpr NodeId kNoNode = -1;
+// A node outside every gradient-checkpoint segment (Node::checkpoint).
+inline constexpr std::int32_t kNoCheckpoint = -1;
 
 enum class InputKind : std::uint8_t { data, param, state };
 std::string_view input_kind_name(InputKind kind);
@@ -36,6 +38,10 @@ struct Node {
   Attrs attrs;
   ValueId output = -1;
   SourceLoc loc;
+  // The gradient-checkpoint segment the node belongs to (tg::checkpoint), or kNoCheckpoint. Only
+  // autodiff reads it: it recomputes a segment's nodes in the backward instead of keeping their
+  // forward values alive (docs/architecture.md, "Gradient checkpointing").
+  std::int32_t checkpoint = kNoCheckpoint;
   friend bool operator==(const Node&, const Node&) = default;
 };
 
@@ -71,6 +77,8 @@ class Graph {
   // Appends a node whose output type is already known (the builder ran the shape rule).
   ValueId add_node(OpId op, std::vector<ValueId> inputs, Attrs attrs, TensorType out, SourceLoc loc);
   void add_output(std::string name, ValueId value);
+  // Puts node `node` in checkpoint segment `segment` (>= 0) or takes it out (kNoCheckpoint).
+  void set_checkpoint(NodeId node, std::int32_t segment);
 
   const std::vector<ValueInfo>& values() const { return values_; }
   const std::vector<Node>& nodes() const { return nodes_; }

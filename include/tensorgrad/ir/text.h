@@ -19,8 +19,9 @@
 // integers 3/-1, reals in the shortest form (always with '.', 'e', nan or inf) so they read
 // back to the same bits, booleans true/false, integer lists [1,2], dtypes f32/i32/bool. The parser
 // settles literal kinds with the op's attribute schema (value=1 for a real attribute is 1.0). The
-// type after ':' is the node's output type; the parser checks it against the shape rule. The
-// "@"file":line:column" suffix is the node's call site, optional when parsing (absent: empty
+// type after ':' is the node's output type; the parser checks it against the shape rule. A
+// suffix `checkpoint N` after the type puts the node in gradient-checkpoint segment N (tg::checkpoint;
+// absent: none). The "@"file":line:column" suffix is the node's call site, optional when parsing (absent: empty
 // SourceLoc) and left out by PrintOptions{.locations = false}.
 // Comments run from '#' or '//' (where a token may start) to the end of the line.
 #include <string>

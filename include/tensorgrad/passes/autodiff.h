@@ -19,6 +19,11 @@ struct GradOptions {
 // non-differentiable ops and integer values pass no gradient; a requested input the loss does not
 // use gets a zero gradient. Throws tg::Error for an unknown loss or input, a non-scalar or non-f32
 // loss, or a non-f32 input in wrt.
+// Checkpointed nodes (Node::checkpoint, set by tg::checkpoint) are recomputed: the gradient of a
+// segment's node reads the segment's values from a copy of the segment's nodes emitted in the
+// backward, so the forward's intermediates are not kept for it. Results are bit-identical to the
+// unmarked graph's; the returned graph keeps the forward's marks, its recomputed nodes carry none.
+// See docs/architecture.md ("Gradient checkpointing").
 Graph differentiate(const Graph& forward, const GradOptions& options = {});
 
 }  // namespace tg
