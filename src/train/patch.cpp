@@ -96,18 +96,26 @@ Graph without_dead_nodes(const Graph& graph) {
   return out;
 }
 
-std::variant<TensorMap, std::string> patch_feed(const PatchSites& sites, const Patches& patches) {
+std::optional<std::string> unknown_sites(const PatchSites& sites, const Patches& patches) {
   std::string problems;
+  for (const std::string& site : patches.sites()) {
+    if (sites.contains(site)) continue;
+    std::vector<std::string> known;
+    for (const auto& entry : sites) known.push_back(entry.first);
+    problems += (problems.empty() ? "" : "; ") + std::string("unknown patch site '") + site +
+                "' (the graph's sites are " + list(known) + ")";
+  }
+  if (problems.empty()) return std::nullopt;
+  return problems;
+}
+
+std::variant<TensorMap, std::string> patch_feed(const PatchSites& sites, const Patches& patches) {
+  std::string problems = unknown_sites(sites, patches).value_or("");
   const auto add = [&](const std::string& problem) { problems += (problems.empty() ? "" : "; ") + problem; };
   TensorMap feed;
   for (const std::string& site : patches.sites()) {
     const auto it = sites.find(site);
-    if (it == sites.end()) {
-      std::vector<std::string> known;
-      for (const auto& entry : sites) known.push_back(entry.first);
-      add("unknown patch site '" + site + "' (the graph's sites are " + list(known) + ")");
-      continue;
-    }
+    if (it == sites.end()) continue;  // named above
     const std::optional<HostTensor>& value = patches.value(site);
     if (!value) {
       feed.emplace(std::string(kPatchPrefix) + site, HostTensor::filled(it->second, 0.0));

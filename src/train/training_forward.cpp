@@ -118,6 +118,13 @@ ForwardResult Forward::run(const TensorMap& data, const Patches& patches) {
   if (auto problems = detail::check_data(detail::resolved(core.inputs, b), data)) {
     return TrainingResult<HostTensor>::failed(detail::failure("input", "run: " + *problems));
   }
+  // Every graph of this forward (of the current model) records every site's name: an unknown one
+  // is refused before a graph is compiled for it.
+  if (!patches.empty() && !core.cache.empty() && core.generation == core.training->generation) {
+    if (auto why = detail::unknown_sites(core.cache.front().patch_sites, patches)) {
+      return TrainingResult<HostTensor>::failed(detail::failure("patch", "run: " + *why));
+    }
+  }
   detail::ForwardCore::Entry* entry = nullptr;
   try {
     entry = &core.entry_for(b, patches.sites());

@@ -175,6 +175,42 @@ TEST_P(Patching, BadPatchesFailNamingTheSite) {
   EXPECT_EQ(train.steps(), 0);
 }
 
+TEST_P(Patching, EachBatchSizeAndActiveSetIsAGraphOfItsOwn) {
+  const HostTensor x3 = HostTensor::f32({3, 2}, {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f});
+  const ForwardResult plain3 = patched.run({{"x", x3}});
+  ASSERT_TRUE(plain3.ok());
+  EXPECT_EQ(patched.cached_shapes(), 1U);
+  const ForwardResult zero3 = patched.run({{"x", x3}}, Patches().zero("h"));
+  ASSERT_TRUE(zero3.ok()) << zero3.failure().message;
+  EXPECT_EQ(zero3.captures().shape("h"), (Shape{3, kHidden})) << "zeros of the site's type at this batch size";
+  EXPECT_EQ(patched.cached_shapes(), 2U);
+  // A value of batch 8 does not fit the batch-3 site.
+  const ForwardResult wrong =
+      patched.run({{"x", x3}}, Patches().set("h", HostTensor::filled({DType::f32, {kN, kHidden}}, 0.0)));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.failure().kind, "patch");
+  // An unknown site is refused before any graph is compiled for it.
+  ASSERT_FALSE(patched.run({{"x", x3}}, Patches().zero("nope")).ok());
+  EXPECT_EQ(patched.cached_shapes(), 2U);
+}
+
+TEST_P(Patching, InactiveSitesAddNoNodeToTheTrainingStep) {
+  Net plain_model;
+  const auto plain_loss = [](const Net& m, const Inputs& in) {
+    Tensor r = plain_forward(m, in) - in.at("y");
+    return mean(r * r);
+  };
+  Training without = compile(spec_for(plain_model, GetParam(), plain_loss, {{"x", {{kN, 2}}}, {"y", {{kN, 1}}}}));
+  EXPECT_EQ(train.kernels(), without.kernels());
+  const StepResult a = train.step({{"x", inputs_x(0.f)}, {"y", targets()}});
+  const StepResult b = without.step({{"x", inputs_x(0.f)}, {"y", targets()}});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a.loss(), b.loss());
+  EXPECT_EQ(train.download_params(), without.download_params());
+  ASSERT_TRUE(train.step({{"x", inputs_x(0.f)}, {"y", targets()}}, Patches().zero("h")).ok());
+  EXPECT_LT(train.kernels().size(), without.kernels().size()) << "the active site drops the forward before it";
+}
+
 TEST_P(Patching, SiteNamesAreUniquePerForward) {
   const auto twice = [](const Net& m, const Inputs& in) {
     return m.l2(patch("h", patch("h", relu(m.l1(in.at("x"))))));

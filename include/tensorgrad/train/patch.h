@@ -84,6 +84,9 @@ class PatchTraceScope {
 // neither run nor hold memory.
 Graph without_dead_nodes(const Graph& graph);
 
+// A message naming every site of `patches` that is not among `sites`, or nothing.
+std::optional<std::string> unknown_sites(const PatchSites& sites, const Patches& patches);
+
 // Checks `patches` against the compiled sites and returns the feed ("patch.<name>" -> value, zeros
 // filled in), or a message naming every unknown site and every value of the wrong type.
 std::variant<TensorMap, std::string> patch_feed(const PatchSites& sites, const Patches& patches);
