@@ -307,9 +307,13 @@ InterpResult run_parallel(const Graph& graph, const TensorMap& inputs, const Int
       n = next;
     }
   };
+  // The roots are listed before any is spawned: once tasks run, a count reaching zero means a node
+  // its producer's task has already taken.
+  std::vector<std::size_t> roots;
   for (std::size_t n = 0; n < count; ++n) {
-    if (waiting[n].load(std::memory_order_relaxed) == 0) group.run([&execute, n] { execute(n); });
+    if (waiting[n].load(std::memory_order_relaxed) == 0) roots.push_back(n);
   }
+  for (std::size_t n : roots) group.run([&execute, n] { execute(n); });
   group.wait();
   if (first_error) std::rethrow_exception(first_error);
   return execution.finish();

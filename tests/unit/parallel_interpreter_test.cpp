@@ -191,6 +191,36 @@ TEST(ParallelInterpreter, CallsOnNodeDoneOncePerNodeAndNeverTwiceAtOnce) {
   for (std::size_t n = 0; n < nodes; ++n) EXPECT_EQ(order[n], n);
 }
 
+// Node `late` reads only node 0 but comes after hundreds of roots in program order: node 0 is done
+// long before the scheduler has looked at every root, and `late` must still run once, started by
+// node 0's task alone.
+TEST(ParallelInterpreter, NodeMadeReadyWhileRootsAreSpawnedRunsOnce) {
+  constexpr int kRoots = 400;
+  GraphBuilder b("late_node");
+  TracingScope scope(b);
+  const Tensor x = b.input("x", {DType::f32, {4}});
+  const Tensor y = b.input("y", {DType::f32, {4}});
+  const Tensor first = tanh(x);
+  for (int i = 0; i < kRoots; ++i) b.output("r" + std::to_string(i), sin(y));
+  b.output("late", exp(first));
+  const Graph g = b.take();
+  const TensorMap inputs = {{"x", HostTensor::f32({4}, {0.5f, -1.f, 2.f, 0.f})},
+                            {"y", HostTensor::f32({4}, {1.f, 2.f, 3.f, 4.f})}};
+  const auto expected = interpret(g, inputs, {.compute = ComputeType::f32}).outputs.at("late");
+  for (int threads : {2, 4}) {
+    const tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
+    for (int repeat = 0; repeat < 50; ++repeat) {
+      std::vector<int> calls(g.nodes().size(), 0);
+      InterpOptions options{.compute = ComputeType::f32, .schedule = InterpSchedule::parallel};
+      options.on_node_done = [&](std::size_t node, double) { ++calls[node]; };
+      const auto out = interpret(g, inputs, options).outputs;
+      EXPECT_EQ(out.at("late").f32_data()[0], expected.f32_data()[0]);
+      for (std::size_t n = 0; n < calls.size(); ++n)
+        ASSERT_EQ(calls[n], 1) << "node " << n << ", " << threads << " threads";
+    }
+  }
+}
+
 TEST(ParallelInterpreter, CheckCoverageAndKeepAllValuesMatchTheSequentialRun) {
   const WideCase c = wide_graph(6, 2, 16);
   const InterpResult sequential = interpret(c.graph, c.inputs, {.keep_all_values = true, .check_coverage = true});
