@@ -202,6 +202,58 @@ TEST(Checkpoint, APlanOfADeepChainHoldsFewerBytesAtItsPeak) {
       << "checkpointed " << marked.peak_live_bytes << " bytes, plain " << plain.peak_live_bytes;
 }
 
+// A user-defined block with a call operator, as tg::checkpointed takes it.
+struct MlpBlock : Module {
+  MlpBlock(Module& parent, std::string name) : Module(parent, std::move(name)) {}
+  Linear l1{*this, "l1", 4, 8};
+  Linear l2{*this, "l2", 8, 4};
+  Tensor operator()(const Tensor& x) const { return l2(tanh(l1(x))) + x; }
+};
+
+struct TwoBlocks : Module {
+  MlpBlock a{*this, "a"};
+  MlpBlock b{*this, "b"};
+};
+
+// tg::checkpointed(layer) marks one module call: one segment per call, the backward recomputes
+// what the block's gradient reads (l1's output for tanh's gradient, tanh's for l2's), and training
+// follows the unmarked model's bits. (A lone Linear call would recompute nothing: its gradient
+// reads only its input and weight, which are the segment's inputs.)
+TEST(Checkpoint, CheckpointedMarksOneModuleCall) {
+  const auto compile_mlp = [](bool mark) {
+    TwoBlocks model;
+    const auto loss = [mark](const TwoBlocks& m, const Inputs& in) {
+      const Tensor h = mark ? checkpointed(m.a)(in.at("x")) : m.a(in.at("x"));
+      const Tensor y = mark ? checkpointed(m.b)(h) : m.b(h);
+      return mean((y - in.at("y")) * (y - in.at("y")));
+    };
+    return compile(TrainingSpec<TwoBlocks>{.model = model,
+                                           .loss = loss,
+                                           .inputs = {{"x", {{16, 4}}}, {"y", {{16, 4}}}},
+                                           .optimizer = {.kind = AdamConfig{}},
+                                           .lr = 1e-2,
+                                           .backend = Backend::interp_f64,
+                                           .seed = 5});
+  };
+  Training plain = compile_mlp(false);
+  Training marked = compile_mlp(true);
+  EXPECT_EQ(checkpoint_segment_count(marked.graph()), 2u);
+  EXPECT_GT(marked.graph().nodes().size(), plain.graph().nodes().size()) << "the backward recomputes";
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal;
+  for (int step = 0; step < 3; ++step) {
+    std::vector<float> x(64), y(64);
+    for (float& v : x) v = normal(rng);
+    for (float& v : y) v = normal(rng);
+    const TensorMap batch{{"x", HostTensor::f32({16, 4}, x)}, {"y", HostTensor::f32({16, 4}, y)}};
+    const StepResult a = plain.step(batch);
+    const StepResult b = marked.step(batch);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a.loss(), b.loss()) << "step " << step;
+  }
+  EXPECT_EQ(plain.download_params(), marked.download_params());
+}
+
 // The char transformer with every block checkpointed (TransformerConfig::checkpoint_blocks) trains
 // to the same bits as without, step after step, and its training step plans fewer peak bytes.
 TEST(Checkpoint, TheCheckpointedCharTransformerTrainsToTheSameBits) {
