@@ -10,6 +10,9 @@
 //   train/vulkan/W6           the same model at GPT-2-small size (examples::kW6Config: vocab 256,
 //                             T 1024, d 768, 12 layers, 12 heads), B = TG_W6_BATCH (default 8),
 //                             the same optimizer; TG_W6_STEPS (default 10) timed steps.
+// Each transformer workload also runs as <name>_ckpt (W2_ckpt, W2_small_ckpt, W6_ckpt): the same
+// model with every block checkpointed (TransformerConfig::checkpoint_blocks), the same batch and
+// seed, so the pair shows the memory checkpointing saves and the step time it costs.
 // bench/pytorch_train.py times the same steps in PyTorch (torch_<device>_<eager|graph>/W1, ...);
 // bench/compare.py pairs the reports.
 //
@@ -21,10 +24,14 @@
 // "steps/s", "loss" (the last step's, a sanity check) and "nodes" (of the step graph: one kernel
 // call each on the interpreter, one dispatch each on Vulkan); on Vulkan also "plan_bytes" and
 // "unshared_bytes" (Training::memory_plan(): all device allocations of the step's buffer plan, and
-// what one slot per value would need); W6 adds "batch".
+// what one slot per value would need), and "peak_live_bytes" (vk::plan_memory of the step graph on
+// the device: the most bytes alive at one point of the step, the figure checkpointing lowers; planned
+// with the executor's default options, so the params' upload slots count instead of their resident
+// ones and it can differ from plan_bytes by more than fragmentation); W6 adds "batch".
 // The batch is the same every step, made once from a fixed seed.
 //
-// TG_BENCH_SMALL=1 (or --tg_small): W1 and W2_small only, 3 steps each (the bench-smoke CTest);
+// TG_BENCH_SMALL=1 (or --tg_small): W1, W2_small and W2_small_ckpt only, 3 steps each (the
+// bench-smoke CTest);
 // with TG_BENCH_W6=1 as well, W6 still runs at full size.
 #include <benchmark/benchmark.h>
 
@@ -45,6 +52,7 @@
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/train/training.h"
 #include "tensorgrad/vk/context.h"
+#include "tensorgrad/vk/executor.h"
 #include "transformer_setup.h"
 
 namespace {
@@ -93,9 +101,10 @@ std::unique_ptr<Setup> make_w1(Backend backend, std::shared_ptr<vk::Context> ctx
 }
 
 // W2, W2_small and W6: the char transformer (AdamW lr 1e-3, weight decay 0.01) at `size`.
-std::unique_ptr<Setup> make_transformer(const TransformerSize& size, Backend backend,
+std::unique_ptr<Setup> make_transformer(TransformerSize size, bool checkpoint_blocks, Backend backend,
                                         std::shared_ptr<vk::Context> ctx) {
   auto s = std::make_unique<Setup>();
+  size.config.checkpoint_blocks = checkpoint_blocks;
   auto model = std::make_unique<examples::CharTransformer>(size.config);
   s->training.emplace(bench::compile_transformer(*model, size.batch, backend, std::move(ctx)));
   s->model = std::move(model);
@@ -105,16 +114,18 @@ std::unique_ptr<Setup> make_transformer(const TransformerSize& size, Backend bac
 
 enum class Workload { w1, w2, w2_small, w6 };
 
-std::unique_ptr<Setup> make_setup(Workload w, Backend backend, std::shared_ptr<vk::Context> ctx) {
+// `checkpoint_blocks` applies to the transformers only (W1 has no blocks; register_all never asks).
+std::unique_ptr<Setup> make_setup(Workload w, bool checkpoint_blocks, Backend backend,
+                                  std::shared_ptr<vk::Context> ctx) {
   switch (w) {
     case Workload::w1:
       return make_w1(backend, std::move(ctx));
     case Workload::w2:
-      return make_transformer(kW2, backend, std::move(ctx));
+      return make_transformer(kW2, checkpoint_blocks, backend, std::move(ctx));
     case Workload::w2_small:
-      return make_transformer(kW2Small, backend, std::move(ctx));
+      return make_transformer(kW2Small, checkpoint_blocks, backend, std::move(ctx));
     case Workload::w6:
-      return make_transformer({examples::kW6Config, bench::w6_batch()}, backend, std::move(ctx));
+      return make_transformer({examples::kW6Config, bench::w6_batch()}, checkpoint_blocks, backend, std::move(ctx));
   }
   return nullptr;
 }
@@ -152,7 +163,8 @@ std::map<std::string, std::unique_ptr<Setup>>& setups() {
   return kept;
 }
 
-void run_training(benchmark::State& state, const std::string& key, Workload w, Backend backend) {
+void run_training(benchmark::State& state, const std::string& key, Workload w, bool checkpoint_blocks,
+                  Backend backend) {
   std::unique_ptr<Setup>& s = setups()[key];
   double loss = 0;
   if (!s) {
@@ -165,7 +177,7 @@ void run_training(benchmark::State& state, const std::string& key, Workload w, B
       ctx = vk_device().ctx;
     }
     try {
-      s = make_setup(w, backend, ctx);
+      s = make_setup(w, checkpoint_blocks, backend, ctx);
     } catch (const std::exception& e) {
       state.SkipWithError(e.what());
       return;
@@ -199,7 +211,18 @@ void run_training(benchmark::State& state, const std::string& key, Workload w, B
     const MemoryPlan plan = s->training->memory_plan();
     state.counters["plan_bytes"] = static_cast<double>(plan.total_bytes);
     state.counters["unshared_bytes"] = static_cast<double>(plan.unshared_bytes);
+    // MemoryPlan has no peak; plan the step graph again (no device memory is touched).
+    try {
+      const vk::ProgramStats stats = vk::plan_memory(s->training->graph(), vk_device().ctx->info());
+      state.counters["peak_live_bytes"] = static_cast<double>(stats.peak_live_bytes);
+    } catch (const std::exception& e) {
+      state.SkipWithError((std::string("planning the step's memory: ") + e.what()).c_str());
+    }
   }
+  // A W6 training holds gigabytes of device memory: release it before the next one (W6_ckpt) is
+  // compiled, so neither's plan competes with the other's. Its step count is fixed, so Google
+  // Benchmark calls this once (per repetition) and never needs it again.
+  if (w == Workload::w6) setups().erase(key);
 }
 
 // --<flag> on the command line or <env>=1.
@@ -215,16 +238,21 @@ void register_all(bool small, bool w6) {
   struct Named {
     const char* name;
     Workload workload;
+    bool checkpoint_blocks = false;
   };
-  std::vector<Named> workloads = {{"W1", Workload::w1}, {"W2_small", Workload::w2_small}};
-  if (!small) workloads.insert(workloads.begin() + 1, Named{"W2", Workload::w2});
+  std::vector<Named> workloads = {
+      {"W1", Workload::w1}, {"W2_small", Workload::w2_small}, {"W2_small_ckpt", Workload::w2_small, true}};
+  if (!small) {
+    workloads.insert(workloads.begin() + 1, {Named{"W2", Workload::w2}, Named{"W2_ckpt", Workload::w2, true}});
+  }
   for (const auto& [backend_name, backend] :
        {std::pair{"interp_f32", Backend::interp_f32}, std::pair{"vulkan", Backend::vulkan}}) {
     for (const Named& n : workloads) {
       const std::string key = std::string("train/") + backend_name + "/" + n.name;
       benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(
-          key.c_str(),
-          [key, w = n.workload, backend = backend](benchmark::State& state) { run_training(state, key, w, backend); });
+          key.c_str(), [key, w = n.workload, ckpt = n.checkpoint_blocks, backend = backend](benchmark::State& state) {
+            run_training(state, key, w, ckpt, backend);
+          });
       b->UseRealTime()->Unit(benchmark::kMillisecond);
       if (small) b->Iterations(kSmallSteps);
     }
@@ -232,10 +260,13 @@ void register_all(bool small, bool w6) {
   if (w6) {
     // Vulkan only (the interpreter takes minutes per step); a fixed step count: a W6 step takes
     // hundreds of milliseconds, so Google Benchmark's sizing runs would cost several seconds.
-    const std::string key = "train/vulkan/W6";
-    benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(
-        key.c_str(), [key](benchmark::State& state) { run_training(state, key, Workload::w6, Backend::vulkan); });
-    b->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(bench::env_count("TG_W6_STEPS", 10));
+    for (const bool ckpt : {false, true}) {
+      const std::string key = ckpt ? "train/vulkan/W6_ckpt" : "train/vulkan/W6";
+      benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(
+          key.c_str(),
+          [key, ckpt](benchmark::State& state) { run_training(state, key, Workload::w6, ckpt, Backend::vulkan); });
+      b->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(bench::env_count("TG_W6_STEPS", 10));
+    }
   }
 }
 
