@@ -45,6 +45,15 @@ graph late(%x: f32[3], %y: f32[3] after %0) {
   return out=%2
 }
 """,
+    "checkpoint.graph": """\
+graph ckpt(param %w: f32[3], %x: f32[3]) {
+  %0 = mul(%x, %w) : f32[3] checkpoint 0
+  %1 = tanh(%0) : f32[3] checkpoint 0 @"model.cpp":4:9
+  %2 = exp(%1) : f32[3] checkpoint 2
+  %3 = sum(%2) {axes=[0], keep_dims=false} : f32[]
+  return loss=%3
+}
+""",
     "indexing.graph": """\
 graph idx(%t: i32[4], %l: f32[4,5]) {
   %0 = cross_entropy(%l, %t) {reduction="mean"} : f32[]
@@ -160,8 +169,8 @@ def main():
     ops = op_names()
     for i, op in enumerate(ops):
         write(bg_dir, f"op-{i:02d}-{op}", build_graph_seed(i, len(ops)))
-    keywords = ["graph", "param", "state", "params(", "state(", "after", "return", "%", "%0", ": ", " = ", "{", "}",
-                "[", "]", "f32", "i32", "bool", "true", "false", "nan", "inf", "-inf", "1e+300", "@\"", "#", "//",
+    keywords = ["graph", "param", "state", "params(", "state(", "after", "checkpoint", "return", "%", "%0", ": ", " = ",
+                "{", "}", "[", "]", "f32", "i32", "bool", "true", "false", "nan", "inf", "-inf", "1e+300", "@\"", "#", "//",
                 "\\x00", "\\\"", "-1", "2147483648", "9223372036854775807"]
     lines = [f'"{k.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"' for k in keywords]
     lines += [f'"{op}("' for op in ops] + [f'"{a}="' for a in attr_names()]
