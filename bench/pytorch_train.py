@@ -12,6 +12,11 @@ one the parity goldens prove equal to tensorgrad's step, so both sides time the 
             12 heads, B --w6-batch (default: TG_W6_BATCH, else 8), the same optimizer; the loss is read
             every step (a step takes hundreds of milliseconds); --w6-tiny shrinks it (W6_tiny: T 32,
             d 48, 2 layers, 12 heads) to check the script on the CPU
+  <name>_ckpt  (W2_ckpt, W2_small_ckpt, W6_ckpt, W6_tiny_ckpt; --checkpoint adds one after each
+            transformer workload) the same with every block wrapped in
+            torch.utils.checkpoint.checkpoint(block, h, use_reentrant=False), as
+            TransformerConfig::checkpoint_blocks does in tg_train_bench's train/<backend>/<name>_ckpt:
+            the block's activations are recomputed in the backward instead of kept
 One step = copy the batch into the step's input tensors (as Training::step uploads it), zero the
 gradients, forward, backward, optimizer step. Modes:
   eager  the step as Python runs it (--device cpu or cuda; optimizers with PyTorch's default
@@ -25,7 +30,10 @@ the median wall time of one step in microseconds (perf_counter; W2: the median o
 --block steps, divided by the block), counters "steps/s" and "loss" (the last), on CUDA also
 "peak_bytes" (torch.cuda.max_memory_allocated(), reset before each mode and workload, after the
 previous one's memory is freed) and "reserved_bytes" (max_memory_reserved). fp32 throughout (TF32
-off on CUDA). bench/compare.py pairs it with train_bench's report:
+off on CUDA). A workload that fails (e.g. a checkpointed step that a CUDA graph cannot capture) is
+reported as Google Benchmark reports an error ("error_occurred": true, "error_message") and the rest
+still run; run graph mode of the _ckpt workloads in a process of its own (bench/gpu_run.sh ckpt
+does), since a failed capture can leave the CUDA context unusable. bench/compare.py pairs it with train_bench's report:
 
   /usr/bin/python3 bench/pytorch_train.py --device cpu --out torch_train_cpu.json
   /usr/bin/python3 bench/pytorch_train.py --device cuda --out torch_train_cuda.json   # eager and graph
@@ -58,6 +66,8 @@ import sys
 import time
 
 import torch
+import torch.nn.functional as F
+import torch.utils.checkpoint
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(BENCH_DIR), "tools"))
@@ -88,6 +98,35 @@ def w6_spec(batch, tiny=False):
     step as Training::step does (at hundreds of milliseconds a step the read costs nothing)."""
     model = dict(W6_TINY if tiny else W6_MODEL, batch=batch)
     return {"kind": "w2", "model": model, "optimizer": models.ADAMW, "lr": 1e-3, "read_every_step": True}
+
+
+def checkpointed(spec):
+    """`spec` (a transformer's) with every block checkpointed."""
+    return dict(spec, checkpoint=True)
+
+
+def base_name(name):
+    """W2_ckpt -> W2: a checkpointed workload takes its base's repeats."""
+    return name[:-len("_ckpt")] if name.endswith("_ckpt") else name
+
+
+def checkpointed_transformer_loss(P, batch, cfg, mask):
+    """models.transformer_loss with each block's forward under torch.utils.checkpoint (non-reentrant,
+    the form PyTorch recommends; use_reentrant exists since 1.11), the blocks written as
+    models.transformer_logits writes them."""
+    scale = models.attention_scale(cfg)
+    h = F.embedding(batch["tokens"], P["tokens.W"]) + P["positions"]
+    for i in range(cfg["layers"]):
+        p = f"blocks.{i}."
+
+        def block(x, p=p):
+            y = x + models.attend(P, p + "attn", models.layer_norm(P, p + "ln1", x), cfg["heads"], scale, mask)
+            return y + models.linear(P, p + "out", F.gelu(models.linear(P, p + "fc", models.layer_norm(P, p + "ln2", y)),
+                                                         approximate="tanh"))
+
+        h = torch.utils.checkpoint.checkpoint(block, h, use_reentrant=False)
+    logits = models.linear(P, "head", models.layer_norm(P, "ln", h))
+    return F.cross_entropy(logits.reshape(-1, cfg["vocab"]), batch["targets"].reshape(-1).long())
 
 
 def default_w6_batch():
@@ -128,7 +167,8 @@ class Step:
             stream = torch.randint(0, cfg["vocab"], (B, T + 1), generator=rng.gen)
             host = {"tokens": stream[:, :T].contiguous(), "targets": stream[:, 1:].contiguous()}
             mask = models.causal_mask(T, device)
-            self.loss_fn = lambda batch: models.transformer_loss(self.params, batch, cfg, mask)
+            loss = checkpointed_transformer_loss if spec.get("checkpoint") else models.transformer_loss
+            self.loss_fn = lambda batch: loss(self.params, batch, cfg, mask)
         self.host = {k: v.pin_memory() if device == "cuda" else v for k, v in host.items()}
         self.static = {k: torch.empty_like(v, device=device) for k, v in host.items()}
         self.graph = None
@@ -211,6 +251,7 @@ def time_workload(name, spec, device, mode, warmup, repeats, block, log):
     }
     if spec["kind"] == "w2":
         entry["batch"] = spec["model"]["batch"]
+        entry["checkpoint"] = bool(spec.get("checkpoint"))
     memory = ""
     if device == "cuda":
         entry["peak_bytes"] = torch.cuda.max_memory_allocated()
@@ -219,6 +260,16 @@ def time_workload(name, spec, device, mode, warmup, repeats, block, log):
     print(f"{full:<32} {median * 1e6:>12.1f} us/step {1.0 / median:>10.1f} steps/s  loss {loss:.4f}{memory}",
           file=log, flush=True)
     return entry
+
+
+def failed_entry(name, device, mode, error):
+    """A workload that raised, in Google Benchmark's form of a failed benchmark."""
+    full = f"torch_{device}_{mode}/{name}"
+    message = f"{type(error).__name__}: {error}"
+    print(f"{full:<32} failed: {message}", file=sys.stderr, flush=True)
+    return {"name": full, "run_name": full, "run_type": "iteration", "repetitions": 1, "repetition_index": 0,
+            "threads": 1, "iterations": 0, "real_time": 0.0, "cpu_time": 0.0, "time_unit": "us",
+            "error_occurred": True, "error_message": message}
 
 
 # ---- --w6-capacity: the largest W6 batch each mode fits ----
@@ -361,6 +412,10 @@ def main():
     parser.add_argument("--w6-batch", type=int, default=default_w6_batch(),
                         help="W6's batch (default: TG_W6_BATCH, else 8)")
     parser.add_argument("--w6-tiny", action="store_true", help="W6 shrunk (named W6_tiny), to check the script")
+    parser.add_argument("--checkpoint", action="store_true",
+                        help="after each transformer workload also time <name>_ckpt (every block checkpointed)")
+    parser.add_argument("--checkpoint-only", action="store_true",
+                        help="time only the _ckpt variants of the selected transformer workloads")
     parser.add_argument("--w6-capacity", action="store_true",
                         help="find the largest W6 batch each mode (--modes) fits on the GPU; JSON lines to --out")
     parser.add_argument("--capacity-steps", type=int, default=3, help="timed steps per capacity try")
@@ -388,12 +443,22 @@ def main():
         return
     w6_name = "W6_tiny" if args.w6_tiny else "W6"
     WORKLOADS[w6_name] = w6_spec(args.w6_batch, args.w6_tiny)
+    for name in [n for n, spec in WORKLOADS.items() if spec["kind"] == "w2"]:
+        WORKLOADS[name + "_ckpt"] = checkpointed(WORKLOADS[name])
     if args.workloads:
         names = args.workloads.split(",")
     else:
         names = [] if args.w6 else (["W1", "W2", "W2_small"] if args.device == "cuda" else ["W1", "W2_small"])
     if args.w6 and w6_name not in names:
         names.append(w6_name)
+    if args.checkpoint or args.checkpoint_only:
+        with_ckpt = []
+        for n in names:
+            if not args.checkpoint_only or WORKLOADS.get(n, {}).get("kind") != "w2" or n.endswith("_ckpt"):
+                with_ckpt.append(n)
+            if WORKLOADS.get(n, {}).get("kind") == "w2" and not n.endswith("_ckpt") and n + "_ckpt" not in names:
+                with_ckpt.append(n + "_ckpt")
+        names = with_ckpt
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
         raise SystemExit(f"pytorch_train.py: unknown workload {unknown[0]} (known: {', '.join(WORKLOADS)})")
@@ -401,9 +466,15 @@ def main():
     torch.set_num_threads(args.threads)
     precision = keep_fp32()
     log = sys.stdout if args.out else sys.stderr
-    entries = [time_workload(n, WORKLOADS[n], args.device, m, args.warmup,
-                             args.repeats or DEFAULT_REPEATS[(args.device, n)], args.block, log)
-               for m in modes for n in names]
+    entries = []
+    for m in modes:
+        for n in names:
+            try:
+                entries.append(time_workload(n, WORKLOADS[n], args.device, m, args.warmup,
+                                             args.repeats or DEFAULT_REPEATS[(args.device, base_name(n))],
+                                             args.block, log))
+            except RuntimeError as error:  # torch.cuda.OutOfMemoryError and failed captures included
+                entries.append(failed_entry(n, args.device, m, error))
     ctx = context(args.device, args.threads, precision)
     ctx["executable"] = os.path.abspath(__file__)
     report = {"context": ctx, "benchmarks": entries}
