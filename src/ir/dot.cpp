@@ -61,7 +61,8 @@ std::string to_dot(const Graph& graph) {
     const std::string id = "n" + std::to_string(i);
     s += "  " + id + " [shape=ellipse, label=" +
          label({"%" + std::to_string(i) + " = " + std::string(op_name(node.op)), node.attrs.to_string(),
-                graph.type(node.output).to_string()}) +
+                graph.type(node.output).to_string(),
+                node.checkpoint == kNoCheckpoint ? "" : "checkpoint " + std::to_string(node.checkpoint)}) +
          "];\n";
     for (std::size_t k = 0; k < node.inputs.size(); ++k) {
       s += "  " + source_of(graph, node.inputs[k]) + " -> " + id;

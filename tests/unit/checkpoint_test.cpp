@@ -72,6 +72,10 @@ TEST(Checkpoint, MarksSurvivePrintAndParseOfTheForwardAndTheGradientGraph) {
   EXPECT_EQ(parsed.nodes()[0].checkpoint, 7);
   EXPECT_EQ(parsed.nodes()[0].loc.line, 1u);
   EXPECT_EQ(parsed.nodes()[1].checkpoint, kNoCheckpoint);
+  // DOT export names the segment under the node's type; unmarked nodes say nothing.
+  const std::string dot = to_dot(parsed);
+  EXPECT_NE(dot.find("f32[2]\\ncheckpoint 7\""), std::string::npos) << dot;
+  EXPECT_EQ(dot.find("checkpoint", dot.find("n1 [")), std::string::npos) << dot;
 }
 
 TEST(Checkpoint, TheParserRefusesABadSegmentNumber) {
