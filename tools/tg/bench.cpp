@@ -54,7 +54,9 @@ NodeTimes time_interpreter(const Graph& graph, const TensorMap& inputs, ComputeT
   times.dispatches.assign(graph.nodes().size(), 1);
   times.labels.assign(graph.nodes().size(), "");
   bool timing = false;
-  InterpOptions options{.compute = compute};
+  // Sequential on purpose: under InterpSchedule::parallel the kernel times of nodes that run side by
+  // side overlap, and a node's time would include waiting for cores the others hold.
+  InterpOptions options{.compute = compute, .schedule = InterpSchedule::sequential};
   options.on_node_done = [&](std::size_t node, double seconds) {
     if (timing) times.microseconds.at(node) += seconds * 1e6;
   };
