@@ -15,10 +15,19 @@
 #      tg_vk_stream_probe's descriptor-bound against buffer-device-address streaming adds, at 2^26
 #      elements and at 9 GiB per tensor (where only addresses can bind).
 #   7. (`vk`) the workloads (1.) and the vk tests (2.) only.
-# Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir> [all|train|w6|large|vk]
+#   8. (`ckpt`) gradient checkpointing (issue 17): tg_train_bench's train/vulkan/W2 and W2_ckpt, then
+#      W6 and W6_ckpt (TG_BENCH_W6=1, batch TG_W6_BATCH default 8, TG_W6_STEPS default 5 timed
+#      steps), pytorch_train.py --device cuda eager for W2, W6 with and without
+#      torch.utils.checkpoint, graph mode plain and checkpointed in separate processes (a capture
+#      that fails must not take the others down), then tg_interp_parallel_bench at
+#      TG_BENCH_THREADS=16 and 2 (TG_BENCH_HEADS=64, TG_BENCH_BRANCHES=256: a branch per core); JSON
+#      reports under <out-dir> and ckpt_report.py's tables in <out-dir>/ckpt.md. Bounded by
+#      TG_CKPT_SECONDS (default 520) like `w6`.
+# Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir> [all|train|w6|large|vk|ckpt]
 # The build dir must hold tests/tg_vk_tests and bench/tg_vk_{workloads,ops}_bench (Release), and
 # bench/libbenchmark.so.1debian when the machine lacks Google Benchmark; for `w6`,
-# bench/tg_train_bench and bench/tg_w6_capacity (and the libbenchmark copy).
+# bench/tg_train_bench and bench/tg_w6_capacity (and the libbenchmark copy); for `ckpt`,
+# bench/tg_train_bench, bench/tg_interp_parallel_bench and bench/libbenchmark.so.1debian only.
 set -uo pipefail
 build=${1:?build dir}
 out=${2:?output dir}
@@ -70,6 +79,36 @@ if [ "$what" = w6 ]; then
   { echo; python3 bench/w6_report.py --vk "$out/w6_vk.json" --torch "$out/w6_torch.json" \
       --vk-capacity "$out/w6_capacity_vk.jsonl" --torch-capacity "$out/w6_capacity_torch.jsonl"; } | tee -a "$out/w6.md"
   echo "w6: $SECONDS s"
+  exit 0
+fi
+
+if [ "$what" = ckpt ]; then
+  export TG_W6_BATCH=${TG_W6_BATCH:-8} TG_W6_STEPS=${TG_W6_STEPS:-5}
+  deadline=$((SECONDS + ${TG_CKPT_SECONDS:-520}))
+  # left CAP [RESERVE]: seconds for the next command: at most CAP, leaving RESERVE for what follows.
+  left() { local l=$((deadline - SECONDS - ${2:-0})); ((l > $1)) && l=$1; ((l < 5)) && l=5; echo $l; }
+  B="$build/bench/tg_train_bench"
+  echo "== W2 and W2_ckpt: Vulkan"
+  timeout "$(left 90 400)" "$B" '--benchmark_filter=^train/vulkan/W2(_ckpt)?/' --benchmark_out="$out/ckpt_vk_w2.json" $J
+  echo "== W6 and W6_ckpt at batch $TG_W6_BATCH, $TG_W6_STEPS steps: Vulkan"
+  TG_BENCH_W6=1 timeout "$(left 200 250)" "$B" '--benchmark_filter=^train/vulkan/W6(_ckpt)?/' \
+    --benchmark_out="$out/ckpt_vk_w6.json" $J
+  T="python3 bench/pytorch_train.py --device cuda --workloads W2 --w6 --checkpoint"
+  echo "== W2, W6, with and without torch.utils.checkpoint: PyTorch eager"
+  timeout "$(left 120 140)" $T --modes eager --out "$out/ckpt_torch_eager.json"
+  echo "== the same, CUDA graph: plain, then checkpointed (each its own process)"
+  timeout "$(left 80 90)" python3 bench/pytorch_train.py --device cuda --workloads W2 --w6 --modes graph \
+    --out "$out/ckpt_torch_graph.json"
+  timeout "$(left 80 60)" $T --checkpoint-only --modes graph --out "$out/ckpt_torch_graph_ckpt.json"
+  echo "== the parallel interpreter on $(nproc) cores"
+  for n in 16 2; do
+    TG_BENCH_THREADS=$n TG_BENCH_HEADS=64 TG_BENCH_BRANCHES=256 timeout "$(left 28)" \
+      "$build/bench/tg_interp_parallel_bench" --benchmark_out="$out/interp_parallel_$n.json" $J
+  done
+  python3 bench/ckpt_report.py --ours "$out/ckpt_vk_w2.json" "$out/ckpt_vk_w6.json" \
+    --torch "$out/ckpt_torch_eager.json" "$out/ckpt_torch_graph.json" "$out/ckpt_torch_graph_ckpt.json" \
+    --parallel 16="$out/interp_parallel_16.json" 2="$out/interp_parallel_2.json" | tee "$out/ckpt.md"
+  echo "ckpt: $SECONDS s"
   exit 0
 fi
 
