@@ -33,15 +33,20 @@ def load(path):
 
 
 def index(paths, key_of):
-    """{key: entry} for the entries whose key_of(name) is not None; aggregates are skipped."""
-    found = {}
+    """{key: entry} for the entries whose key_of(name) is not None. With --benchmark_repetitions the
+    median aggregate stands for its runs (the other aggregates are skipped)."""
+    found, medians = {}, set()
     for path in paths:
         for e in load(path):
-            if e.get("run_type") == "aggregate":
+            median = e.get("run_type") == "aggregate"
+            if median and e.get("aggregate_name") != "median":
                 continue
-            key = key_of(e.get("name", ""))
-            if key is not None:
-                found[key] = e
+            key = key_of(e.get("run_name" if median else "name", ""))
+            if key is None or (key in medians and not median):
+                continue
+            found[key] = e
+            if median:
+                medians.add(key)
     return found
 
 

@@ -21,8 +21,9 @@
 #      torch.utils.checkpoint, graph mode plain and checkpointed in separate processes (a capture
 #      that fails must not take the others down), then tg_interp_parallel_bench at
 #      TG_BENCH_THREADS=16 and 2 (TG_BENCH_HEADS=64, TG_BENCH_BRANCHES=256: a branch per core); JSON
-#      reports under <out-dir> and ckpt_report.py's tables in <out-dir>/ckpt.md. Bounded by
-#      TG_CKPT_SECONDS (default 520) like `w6`.
+#      reports in <out-dir>/ckpt_json.tar.gz and ckpt_report.py's tables in <out-dir>/ckpt.md.
+#      Bounded by TG_CKPT_SECONDS (default 520) like `w6`; the whole mode took 105 s on an H200
+#      (2026-11-25), so TG_W6_STEPS can go higher.
 # Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir> [all|train|w6|large|vk|ckpt]
 # The build dir must hold tests/tg_vk_tests and bench/tg_vk_{workloads,ops}_bench (Release), and
 # bench/libbenchmark.so.1debian when the machine lacks Google Benchmark; for `w6`,
@@ -103,11 +104,14 @@ if [ "$what" = ckpt ]; then
   echo "== the parallel interpreter on $(nproc) cores"
   for n in 16 2; do
     TG_BENCH_THREADS=$n TG_BENCH_HEADS=64 TG_BENCH_BRANCHES=256 timeout "$(left 28)" \
-      "$build/bench/tg_interp_parallel_bench" --benchmark_out="$out/interp_parallel_$n.json" $J
+      "$build/bench/tg_interp_parallel_bench" --benchmark_repetitions=3 --benchmark_out="$out/interp_parallel_$n.json" $J
   done
   python3 bench/ckpt_report.py --ours "$out/ckpt_vk_w2.json" "$out/ckpt_vk_w6.json" \
     --torch "$out/ckpt_torch_eager.json" "$out/ckpt_torch_graph.json" "$out/ckpt_torch_graph_ckpt.json" \
     --parallel 16="$out/interp_parallel_16.json" 2="$out/interp_parallel_2.json" | tee "$out/ckpt.md"
+  # (The schedules' figures moved by 1.5x between two runs of single repetitions: medians of 3.)
+  # The device tool brings back 8 files at most: the JSON reports travel as one archive.
+  (cd "$out" && tar czf ckpt_json.tar.gz ckpt_*.json interp_parallel_*.json && rm -f ckpt_*.json interp_parallel_*.json)
   echo "ckpt: $SECONDS s"
   exit 0
 fi
