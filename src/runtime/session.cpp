@@ -208,7 +208,7 @@ struct Session::Impl {
       TensorMap all = params;
       for (const auto& [name, value] : data) all[name] = value;
       const ComputeType compute = options.backend == Backend::interp_f64 ? ComputeType::f64 : ComputeType::f32;
-      TensorMap outputs = interpret(graph, all, {.compute = compute}).outputs;
+      TensorMap outputs = interpret(graph, all, {.compute = compute, .schedule = options.interp_schedule}).outputs;
       if (auto why = non_finite(outputs)) return RunResult::failed({"nonfinite", *why});
       for (const Writeback& w : options.writebacks) {
         auto node = outputs.extract(w.output);

@@ -57,6 +57,23 @@ TEST_P(SessionOnInterpreter, ParamsPersistAndWritebacksUpdateThem) {
   for (std::size_t i = 0; i < 4; ++i) EXPECT_NEAR(got[i], w[i], 1e-5) << "w[" << i << "]";
 }
 
+// SessionOptions::interp_schedule reaches the interpreter: the parallel schedule steps to the same
+// bits as the sequential one.
+TEST_P(SessionOnInterpreter, TheParallelScheduleStepsToTheSameBits) {
+  std::vector<TensorMap> params;
+  for (const InterpSchedule schedule : {InterpSchedule::sequential, InterpSchedule::parallel}) {
+    SessionOptions options = with_writebacks(GetParam());
+    options.interp_schedule = schedule;
+    Session s(sgd_graph(), options);
+    s.set_param("w", HostTensor::f32({4}, {0.5F, -1, 0, 2}));
+    s.set_param("steps", HostTensor::f32({}, {0}));
+    const TensorMap data{{"x", HostTensor::f32({4}, {1, 1.5F, 2, 0.5F})}, {"y", HostTensor::f32({4}, {2, 3, 4, 1})}};
+    for (int step = 0; step < 3; ++step) ASSERT_TRUE(s.run(data).ok());
+    params.push_back({{"w", s.param("w")}, {"steps", s.param("steps")}});
+  }
+  EXPECT_EQ(params[0], params[1]);
+}
+
 TEST_P(SessionOnInterpreter, BadInputsGiveFailedResultsNamingTheInput) {
   Session s(sgd_graph(), with_writebacks(GetParam()));
   const TensorMap data{{"x", HostTensor::f32({4}, {1, 2, 3, 4})}, {"y", HostTensor::f32({4}, {2, 4, 6, 8})}};

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tensorgrad/interp/host_tensor.h"
+#include "tensorgrad/interp/interpreter.h"
 #include "tensorgrad/ir/graph.h"
 #include "tensorgrad/vk/context.h"
 #include "tensorgrad/vk/executor.h"
@@ -50,6 +51,9 @@ struct SessionOptions {
   // RuntimeError naming the param and the element, since every later run would compute garbage
   // from it; true accepts such values (a test of NaN propagation, say).
   bool allow_nonfinite_params = false;
+  // interp_f32/interp_f64: run independent nodes at once (InterpSchedule::parallel) or one after
+  // another; the results are the same bits either way (docs/architecture.md, "Interpret").
+  InterpSchedule interp_schedule = InterpSchedule::sequential;
 };
 
 // Why a run failed. kind: "input" (missing, unknown or misshapen input: the message names it, what
