@@ -8,11 +8,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "interp/kernels/softmax_rows_f32.h"
 #include "support/library.h"
 #include "support/op_family.h"
 #include "support/test_values.h"
@@ -111,6 +113,22 @@ TEST(Softmax, F32RowKernelMatchesLoopsAtEveryBlockRemainder) {
         EXPECT_NEAR(y.at(i), expected[i], allowed)
             << (log ? "log_softmax" : "softmax") << " length " << length << " element " << i;
       }
+    }
+  }
+}
+
+// The AVX2 and the baseline (SSE2) builds of the row kernel give the same bits, so results do not
+// depend on the CPU; on a CPU without AVX2 both calls run the baseline.
+TEST(Softmax, F32RowKernelGivesTheSameBitsWithAndWithoutAvx2) {
+  for (const std::int64_t length : {1, 7, 8, 9, 4099}) {
+    auto x = test_values(3 * length, 9);
+    for (std::int64_t j = 0; j < length; ++j) x[static_cast<std::size_t>(length + j)] *= 60.0F;
+    for (const bool log : {false, true}) {
+      std::vector<float> dispatched(x.size()), baseline(x.size());
+      tg::interp::softmax_rows_f32(x.data(), dispatched.data(), 0, 3, length, log);
+      tg::interp::softmax_rows_f32_baseline(x.data(), baseline.data(), 0, 3, length, log);
+      EXPECT_EQ(std::memcmp(dispatched.data(), baseline.data(), x.size() * sizeof(float)), 0)
+          << (log ? "log_softmax" : "softmax") << " length " << length;
     }
   }
 }

@@ -6,14 +6,6 @@
 #include <cstring>
 #include <limits>
 
-// AVX2 where the CPU has it, chosen at load time (GCC/Clang function multiversioning); the baseline
-// build targets plain x86-64, where the same loops vectorize to SSE2.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TG_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define TG_VECTOR_CLONES
-#endif
-
 // The 32-byte vector helpers below are always inlined, so no vector crosses a call boundary and
 // the compilers' note that their ABI differs without AVX does not apply.
 #if defined(__GNUC__)
@@ -109,8 +101,10 @@ constexpr int kLanes = 8;
 
 }  // namespace
 
-TG_VECTOR_CLONES
-void softmax_rows_f32(const float* x, float* y, std::int64_t first, std::int64_t last, std::int64_t length, bool log) {
+namespace {
+
+[[gnu::always_inline]] inline void rows(const float* x, float* y, std::int64_t first, std::int64_t last,
+                                        std::int64_t length, bool log) {
   for (std::int64_t r = first; r < last; ++r) {
     const float* row = x + r * length;
     float* out = y + r * length;
@@ -123,6 +117,40 @@ void softmax_rows_f32(const float* x, float* y, std::int64_t first, std::int64_t
       const float sum = exp_sum(row, m, out, length);
       for (std::int64_t j = 0; j < length; ++j) out[j] /= sum;
     }
+  }
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+// AVX2 where the CPU has it, chosen by a CPUID test rather than target_clones: an ifunc resolver
+// runs before ThreadSanitizer's runtime is up and crashes instrumented builds. avx2 does not imply
+// fma, so neither version contracts into fused multiply-adds and both give the same bits.
+[[gnu::target("avx2")]] void rows_avx2(const float* x, float* y, std::int64_t first, std::int64_t last,
+                                       std::int64_t length, bool log) {
+  rows(x, y, first, last, length, log);
+}
+bool use_avx2() {
+  static const bool supported = __builtin_cpu_supports("avx2");
+  return supported;
+}
+#else
+void rows_avx2(const float* x, float* y, std::int64_t first, std::int64_t last, std::int64_t length, bool log) {
+  rows(x, y, first, last, length, log);
+}
+bool use_avx2() { return false; }
+#endif
+
+}  // namespace
+
+void softmax_rows_f32_baseline(const float* x, float* y, std::int64_t first, std::int64_t last, std::int64_t length,
+                               bool log) {
+  rows(x, y, first, last, length, log);
+}
+
+void softmax_rows_f32(const float* x, float* y, std::int64_t first, std::int64_t last, std::int64_t length, bool log) {
+  if (use_avx2()) {
+    rows_avx2(x, y, first, last, length, log);
+  } else {
+    softmax_rows_f32_baseline(x, y, first, last, length, log);
   }
 }
 
