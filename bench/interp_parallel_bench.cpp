@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "random_inputs.h"
 #include "tensorgrad/interp/interpreter.h"
 #include "tensorgrad/ir/ops/api.h"
 #include "tensorgrad/ir/ops/sample.h"
@@ -42,13 +43,6 @@ struct Workload {
   TensorMap inputs;
 };
 
-HostTensor random_f32(const Shape& shape, std::uint64_t seed) {
-  SampleRng rng(seed);
-  std::vector<float> values(static_cast<std::size_t>(num_elements(shape)));
-  for (float& v : values) v = static_cast<float>(rng.uniform(-1.0, 1.0));
-  return HostTensor::f32(shape, std::move(values));
-}
-
 std::shared_ptr<Workload> heads_workload(std::int64_t heads, std::int64_t depth, std::int64_t rows) {
   auto w = std::make_shared<Workload>();
   GraphBuilder b("wide_heads");
@@ -59,8 +53,8 @@ std::shared_ptr<Workload> heads_workload(std::int64_t heads, std::int64_t depth,
     const Tensor weight = b.input("w" + suffix, {DType::f32, {rows, rows}});
     for (std::int64_t d = 0; d < depth; ++d) h = softmax(matmul(h, weight), -1);
     b.output("y" + suffix, h);
-    w->inputs.emplace("x" + suffix, random_f32({rows, rows}, 2 * static_cast<std::uint64_t>(i)));
-    w->inputs.emplace("w" + suffix, random_f32({rows, rows}, 2 * static_cast<std::uint64_t>(i) + 1));
+    w->inputs.emplace("x" + suffix, bench::random_f32({rows, rows}, 2 * static_cast<std::uint64_t>(i)));
+    w->inputs.emplace("w" + suffix, bench::random_f32({rows, rows}, 2 * static_cast<std::uint64_t>(i) + 1));
   }
   w->graph = b.take();
   return w;
@@ -79,7 +73,7 @@ std::shared_ptr<Workload> elementwise_workload(std::int64_t branches) {
     total = total ? *total + h : h;
   }
   b.output("y", *total);
-  w->inputs.emplace("x", random_f32({kElements}, 9));
+  w->inputs.emplace("x", bench::random_f32({kElements}, 9));
   w->graph = b.take();
   return w;
 }

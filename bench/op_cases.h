@@ -57,7 +57,7 @@ inline constexpr std::uint64_t kCaseSeed = 0xbe7c4000ULL;
 inline constexpr int kPlainDraws = 50;     // samples drawn without a given first input
 inline constexpr int kDrawsPerFirst = 16;  // samples drawn per candidate first input (they are random too)
 
-// Inputs + output, at most: keeps memory sane (the interpreter holds every input as doubles too).
+// Inputs + output, at most: keeps memory sane (the f64 interpreter holds every value as doubles).
 inline std::int64_t max_case_elements(CaseSize size) {
   return size == CaseSize::small ? std::int64_t{1} << 23 : std::int64_t{1} << 25;
 }
@@ -305,7 +305,8 @@ inline PreparedCase prepare_case(const OpCase& c) {
     if (type.dtype == DType::f32) {
       for (double& v : values) v = static_cast<double>(static_cast<float>(v));
     }
-    p.inputs.emplace(name, HostTensor::of(type, std::move(values)));
+    // In the dtype's own storage (exact: f32 values are rounded above), as a user's inputs would be.
+    p.inputs.emplace(name, HostTensor::of(type, std::move(values)).narrowed());
   }
   builder.output("y", builder.emit(c.op, operands, c.sample.attrs, SourceLoc{"op_cases.h", 1, 0}));
   p.graph = builder.take();

@@ -23,9 +23,7 @@ std::string_view host_storage_name(HostStorage storage) {
   return "?";
 }
 
-namespace {
-
-std::size_t element_bytes(HostStorage storage) {
+std::size_t host_storage_bytes(HostStorage storage) {
   switch (storage) {
     case HostStorage::f32:
     case HostStorage::i32:
@@ -37,6 +35,8 @@ std::size_t element_bytes(HostStorage storage) {
   }
   return 8;
 }
+
+namespace {
 
 // The storage a dtype's elements have when not wide.
 HostStorage own_storage(DType dtype) {
@@ -71,7 +71,7 @@ std::shared_ptr<const void> hold(std::vector<T> data, const void*& out) {
 
 // Uninitialized storage for n elements (callers write every one).
 std::shared_ptr<const void> allocate(HostStorage storage, std::int64_t n, void*& out) {
-  const std::size_t bytes = std::max<std::size_t>(1, static_cast<std::size_t>(n) * element_bytes(storage));
+  const std::size_t bytes = std::max<std::size_t>(1, static_cast<std::size_t>(n) * host_storage_bytes(storage));
   std::shared_ptr<std::byte[]> owner = std::make_shared_for_overwrite<std::byte[]>(bytes);
   out = owner.get();
   return owner;
@@ -118,20 +118,33 @@ HostTensor HostTensor::i32(Shape shape, std::span<const std::int32_t> data) {
   return i32(std::move(shape), std::vector<std::int32_t>(data.begin(), data.end()));
 }
 
+namespace {
+
+// Bytes of 0 or 1 from any range of truth values.
+template <class Range>
+std::vector<std::uint8_t> bool_bytes(const Range& data) {
+  std::vector<std::uint8_t> bytes;
+  bytes.reserve(data.size());
+  for (const bool b : data) bytes.push_back(b ? 1 : 0);
+  return bytes;
+}
+
+}  // namespace
+
 HostTensor HostTensor::boolean(Shape shape, std::span<const bool> data) {
   TensorType type{DType::boolean, std::move(shape)};
   check_count(type, data.size());
-  std::vector<std::uint8_t> bytes(data.size());
-  for (std::size_t i = 0; i < data.size(); ++i) bytes[i] = data[i] ? 1 : 0;
   const void* p = nullptr;
-  auto owner = hold(std::move(bytes), p);
+  auto owner = hold(bool_bytes(data), p);
   return {std::move(type), HostStorage::u8, std::move(owner), p};
 }
 
 HostTensor HostTensor::boolean(Shape shape, const std::vector<bool>& data) {
-  const std::unique_ptr<bool[]> copy(new bool[std::max<std::size_t>(1, data.size())]);
-  std::copy(data.begin(), data.end(), copy.get());
-  return boolean(std::move(shape), std::span<const bool>(copy.get(), data.size()));
+  TensorType type{DType::boolean, std::move(shape)};
+  check_count(type, data.size());
+  const void* p = nullptr;
+  auto owner = hold(bool_bytes(data), p);
+  return {std::move(type), HostStorage::u8, std::move(owner), p};
 }
 
 HostTensor HostTensor::of(TensorType type, std::vector<double> data) {
@@ -261,7 +274,7 @@ void* HostTensor::make_own() {
   if (owner_ != nullptr && owner_.use_count() == 1) return const_cast<void*>(data_);  // ours alone
   void* p = nullptr;
   auto owner = allocate(storage_, size(), p);
-  if (size() > 0) std::memcpy(p, data_, size() * element_bytes(storage_));
+  if (size() > 0) std::memcpy(p, data_, size() * host_storage_bytes(storage_));
   owner_ = std::move(owner);
   data_ = p;
   return p;

@@ -14,19 +14,6 @@
 namespace tg::testing {
 namespace {
 
-std::size_t element_bytes(HostStorage storage) {
-  switch (storage) {
-    case HostStorage::f32:
-    case HostStorage::i32:
-      return 4;
-    case HostStorage::u8:
-      return 1;
-    case HostStorage::f64:
-      return 8;
-  }
-  return 0;
-}
-
 // Why `got` is not bit for bit `want`, or nothing.
 std::optional<std::string> bit_difference(const HostTensor& want, const HostTensor& got) {
   if (want.type != got.type) return "type " + got.type.to_string() + " instead of " + want.type.to_string();
@@ -34,7 +21,7 @@ std::optional<std::string> bit_difference(const HostTensor& want, const HostTens
     return "storage " + std::string(host_storage_name(got.storage())) + " instead of " +
            std::string(host_storage_name(want.storage()));
   }
-  const std::size_t width = element_bytes(want.storage());
+  const std::size_t width = host_storage_bytes(want.storage());
   const std::size_t bytes = want.size() * width;
   if (bytes > 0 && std::memcmp(want.raw_data(), got.raw_data(), bytes) != 0) {
     for (std::size_t e = 0; e < want.size(); ++e) {

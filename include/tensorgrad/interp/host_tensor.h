@@ -35,6 +35,7 @@ enum class HostStorage : std::uint8_t {
   f64,  // double ("wide"): any dtype; the oracle's float results and tensors built with of()
 };
 std::string_view host_storage_name(HostStorage storage);
+std::size_t host_storage_bytes(HostStorage storage);  // bytes per element
 
 class HostTensor {
  public:

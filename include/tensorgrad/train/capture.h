@@ -37,7 +37,7 @@ class Captures {
   bool empty() const { return values_.empty(); }
   bool contains(std::string_view name) const { return values_.find(name) != values_.end(); }
   std::vector<std::string> names() const;
-  // The value (row-major; doubles whatever the dtype) / its shape / both. Throws tg::Error naming
+  // The value (a row-major copy as doubles, whatever the dtype) / its shape / both. Throws tg::Error naming
   // the capture and listing those there are, for an unknown name.
   std::vector<double> get(std::string_view name) const { return tensor(name).to_f64(); }
   const Shape& shape(std::string_view name) const { return tensor(name).type.shape; }
