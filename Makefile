@@ -7,7 +7,7 @@ PRESET ?= release
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD_DIR := build/$(if $(filter asan-ubsan,$(PRESET)),asan,$(PRESET))
 
-.PHONY: help setup configure build demo test asan tsan soak format format-check clean
+.PHONY: help setup configure build demo test asan tsan soak mutate format format-check clean
 
 help:
 	@echo "make demo          set up, build (preset $(PRESET)) and run examples/demo.cpp"
@@ -15,6 +15,7 @@ help:
 	@echo "make asan          the same under AddressSanitizer + UBSan (preset asan-ubsan, build/asan, 0.1x cases)"
 	@echo "make tsan          the thread-safety tests (names with Concurrency) under ThreadSanitizer (preset tsan, build/tsan)"
 	@echo "make soak          the random-graph properties at TG_SOAK_SCALE (45: ~100,000 Vulkan graphs)"
+	@echo "make mutate        seeded bugs applied one at a time to a worktree of HEAD (scripts/mutate.py): which survive"
 	@echo "make build         set up and build only;  PRESET=dev|release|asan-ubsan|tsan picks the preset"
 	@echo "make format        clang-format every tracked C++ file;  make format-check only checks"
 	@echo "make clean         remove build/dev, build/release, build/asan and build/tsan"
@@ -49,6 +50,11 @@ tsan:
 soak: configure
 	cmake --build --preset $(PRESET) -j $(JOBS) --target tg_vk_tests tg_property_tests
 	scripts/soak.sh $(BUILD_DIR)
+
+# The mutation check: every mutant of scripts/mutants.py in build/mutate (a worktree of HEAD with its
+# own build), report in build/mutate/report.md. MUTANTS="a b" runs only those.
+mutate: setup
+	python3 scripts/mutate.py $(if $(MUTANTS),--only $(MUTANTS),)
 
 CXX_FILES = git ls-files --cached --others --exclude-standard '*.cpp' '*.h' '*.hpp' '*.cc'
 
