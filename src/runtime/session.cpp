@@ -4,11 +4,14 @@
 // session's mutex, so calls from several threads are serialised (docs/runtime.md, "Threads").
 #include "tensorgrad/runtime/session.h"
 
+#include <tbb/task_arena.h>
+
 #include <cmath>
 #include <cstdio>
 #include <mutex>
 #include <set>
 
+#include "shape_mismatch.h"
 #include "tensorgrad/interp/interpreter.h"
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/vk/error.h"
@@ -55,8 +58,18 @@ struct Session::Impl {
   std::optional<vk::Program> program;  // Backend::vulkan
   TensorMap params;                    // interpreter backends: the current params and state
   std::set<std::string, std::less<>> set_params;
+  // Interpreter runs execute in it when options.interp_threads > 0: a limit of this session's own,
+  // where a tbb::global_control would change every session of the process.
+  std::unique_ptr<tbb::task_arena> arena;
 
   Impl(const Graph& g, SessionOptions opts) : graph(g), options(std::move(opts)) {
+    if (options.interp_threads < 0) {
+      throw CompileError("SessionOptions::interp_threads is " + std::to_string(options.interp_threads) +
+                         " for graph '" + graph.name() + "'; it must be >= 0 (0: TBB's default thread count)");
+    }
+    if (options.interp_threads > 0 && options.backend != Backend::vulkan) {
+      arena = std::make_unique<tbb::task_arena>(options.interp_threads);
+    }
     if (options.backend == Backend::vulkan) {
       if (!options.vk_context) options.vk_context = vk::Context::create();
       program.emplace(options.vk_context, graph,
@@ -141,6 +154,10 @@ struct Session::Impl {
 
   void set_param(std::string_view name, const HostTensor& value) {
     const GraphInput& in = resident_input(name);
+    if (const TensorType& expected = graph.type(in.value); !(value.type == expected)) {
+      throw RuntimeError(std::string(input_kind_name(in.kind)) + " '" + in.name + "' of graph '" + graph.name() +
+                         "': " + detail::type_mismatch(expected, value.type) + "; nothing was written");
+    }
     TensorMap one;
     one.emplace(in.name, value);
     validate_inputs(graph, one, [](const GraphInput&) { return false; });
@@ -208,7 +225,10 @@ struct Session::Impl {
       TensorMap all = params;
       for (const auto& [name, value] : data) all[name] = value;
       const ComputeType compute = options.backend == Backend::interp_f64 ? ComputeType::f64 : ComputeType::f32;
-      TensorMap outputs = interpret(graph, all, {.compute = compute, .schedule = options.interp_schedule}).outputs;
+      const auto run_interpreter = [&] {
+        return interpret(graph, all, {.compute = compute, .schedule = options.interp_schedule}).outputs;
+      };
+      TensorMap outputs = arena ? arena->execute(run_interpreter) : run_interpreter();
       if (auto why = non_finite(outputs)) return RunResult::failed({"nonfinite", *why});
       for (const Writeback& w : options.writebacks) {
         auto node = outputs.extract(w.output);

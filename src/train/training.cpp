@@ -134,32 +134,6 @@ TensorMap Training::download_optimizer_state() const {
   return out;
 }
 
-void Training::upload_params(const ParamValues& values) {
-  const std::lock_guard lock(core_->mutex);
-  const auto& params = core_->compiled.params;
-  std::string problems;
-  const auto add = [&](const std::string& problem) { problems += (problems.empty() ? "" : "; ") + problem; };
-  for (const auto& [name, data] : values) {
-    const auto it = std::find_if(params.begin(), params.end(), [&](const ParamInfo& p) { return p.name == name; });
-    if (it == params.end()) {
-      add("unknown param '" + name + "'");
-    } else if (static_cast<std::int64_t>(data.size()) != num_elements(it->shape)) {
-      add("param '" + name + "' is f32" + shape_to_string(it->shape) + " (" + std::to_string(num_elements(it->shape)) +
-          " values), got " + std::to_string(data.size()) + " values");
-    } else if (const auto bad = std::find_if(data.begin(), data.end(), [](float v) { return !std::isfinite(v); });
-               bad != data.end() && !core_->spec.allow_nonfinite_params) {
-      add("param '" + name + "' element " + std::to_string(bad - data.begin()) + " is " + std::to_string(*bad) +
-          " (not finite; TrainingSpec::allow_nonfinite_params accepts it)");
-    }
-  }
-  if (!problems.empty()) throw RuntimeError("upload_params: " + problems + "; nothing was written");
-  for (const auto& [name, data] : values) {
-    const auto it = std::find_if(params.begin(), params.end(), [&](const ParamInfo& p) { return p.name == name; });
-    core_->compiled.session->set_param(name, HostTensor::f32(it->shape, data));
-  }
-  ++core_->params_version;
-}
-
 void Training::reset(ResetOptions options) {
   const std::lock_guard lock(core_->mutex);
   core_->reinit(options.params, options.optimizer);

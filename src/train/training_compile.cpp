@@ -192,7 +192,9 @@ CompiledStep compile_step(const ErasedTrainingSpec& spec, const std::set<std::st
                                                                 .vk_context = spec.vk_context,
                                                                 .writebacks = optimized.writebacks,
                                                                 .commit_if_finite = "loss",
-                                                                .allow_nonfinite_params = spec.allow_nonfinite_params});
+                                                                .allow_nonfinite_params = spec.allow_nonfinite_params,
+                                                                .interp_schedule = spec.interp_schedule,
+                                                                .interp_threads = spec.interp_threads});
   return out;
 }
 
@@ -228,6 +230,10 @@ const TensorMap& TrainingCore::param_snapshot() {
 
 Training compile_erased(detail::ErasedTrainingSpec spec) {
   validate(spec.lr);
+  if (spec.interp_threads < 0) {
+    throw CompileError("compile: interp_threads is " + std::to_string(spec.interp_threads) +
+                       "; it must be >= 0 (0: TBB's default thread count)");
+  }
   if (spec.backend == Backend::vulkan && !spec.vk_context) spec.vk_context = vk::Context::create();
   auto core = std::make_shared<detail::TrainingCore>();
   core->compiled = detail::compile_step(spec);

@@ -67,7 +67,9 @@ ForwardCore::Entry& ForwardCore::entry_for(std::int64_t batch, const std::set<st
   entry.session =
       std::make_unique<Session>(graph, SessionOptions{.backend = training->spec.backend,
                                                       .vk_context = training->spec.vk_context,
-                                                      .allow_nonfinite_params = training->spec.allow_nonfinite_params});
+                                                      .allow_nonfinite_params = training->spec.allow_nonfinite_params,
+                                                      .interp_schedule = training->spec.interp_schedule,
+                                                      .interp_threads = training->spec.interp_threads});
   cache.push_front(std::move(entry));
   while (cache.size() > max_cached) cache.pop_back();
   return cache.front();
@@ -177,6 +179,7 @@ std::size_t Forward::cached_shapes() const {
 }
 
 // Training's calls take the lock.
+void Forward::upload_params(const TensorMap& values) { Training(core_->training).upload_params(values); }
 void Forward::upload_params(const ParamValues& values) { Training(core_->training).upload_params(values); }
 
 ParamValues Forward::download_params() const { return Training(core_->training).download_params(); }

@@ -5,6 +5,7 @@
 #include <limits>
 #include <mutex>
 
+#include "../runtime/shape_mismatch.h"
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/train/safetensors.h"
 #include "training_impl.h"
@@ -27,6 +28,14 @@ std::map<std::string, TensorType> checkpoint_types(const detail::TrainingCore& c
     if (std::any_of(grads.begin(), grads.end(), [&](const auto& g) { return g.second == in.name; })) continue;
     out.emplace(in.name, graph.type(in.value));
   }
+  return out;
+}
+
+// Every param with its type: what a params-only file holds.
+std::map<std::string, TensorType> param_types(const detail::TrainingCore& core) {
+  std::map<std::string, TensorType> out;
+  const Graph& graph = core.compiled.session->graph();
+  for (const std::string& name : core.compiled.param_names) out.emplace(name, graph.type(*graph.find_input(name)));
   return out;
 }
 
@@ -90,6 +99,32 @@ void check_values(const std::string& path, const TensorMap& tensors, bool allow_
   }
 }
 
+// load_matching, with a hint appended when the file's mismatch is a param stored transposed (a
+// PyTorch nn.Linear weight converted without .T): the file is read a second time, on this error
+// path only, to learn the shapes it holds.
+SafetensorsFile load_checked(const std::string& path, const std::map<std::string, TensorType>& expected) {
+  try {
+    return load_matching(path, expected);
+  } catch (const SafetensorsError& e) {
+    std::string transposed;
+    try {
+      for (const auto& [name, tensor] : load_safetensors(path).tensors) {
+        const auto it = expected.find(name);
+        if (it != expected.end() && detail::looks_transposed(it->second.shape, tensor.type.shape)) {
+          transposed += (transposed.empty() ? "" : ", ") + ("'" + name + "'");
+        }
+      }
+    } catch (const SafetensorsError&) {
+      throw e;  // the first reading's message says what is wrong
+    }
+    if (transposed.empty()) throw;
+    throw SafetensorsError(std::string(e.what()) + "\n  " + transposed +
+                           " looks transposed (the expected shape with its last two dims swapped): PyTorch's "
+                           "nn.Linear stores its weight as [out, in], tensorgrad's Linear W is [in, out]; save "
+                           "weight.T");
+  }
+}
+
 }  // namespace
 
 void Training::save(const std::string& path) const {
@@ -101,11 +136,20 @@ void Training::save(const std::string& path) const {
       {{std::string(kStepKey), std::to_string(core_->steps)}, {std::string(kSeedKey), std::to_string(core_->seed)}});
 }
 
-void Training::load(const std::string& path) {
+void Training::load(const std::string& path, LoadOptions options) {
   const std::lock_guard lock(core_->mutex);
   detail::TrainingCore& core = *core_;
   // Everything is read and checked into temporaries first; only a fully valid file is applied.
-  SafetensorsFile file = load_matching(path, checkpoint_types(core));
+  if (options.params_only) {
+    // Outside weights carry no step counter; their metadata (a converter's, say) is not ours to read.
+    SafetensorsFile file = load_checked(path, param_types(core));
+    check_values(path, file.tensors, core.spec.allow_nonfinite_params);
+    for (const auto& [name, value] : file.tensors) core.compiled.session->set_param(name, value);
+    ++core.params_version;
+    core.reinit(/*params=*/false, /*optimizer=*/true);
+    return;
+  }
+  SafetensorsFile file = load_checked(path, checkpoint_types(core));
   const std::int64_t steps = read_metadata(path, file.metadata);
   check_values(path, file.tensors, core.spec.allow_nonfinite_params);
   for (const auto& [name, value] : file.tensors) core.compiled.session->set_param(name, value);

@@ -2,9 +2,12 @@
 // failed (never thrown) for bad inputs and failing ops, compile-time errors for bad writebacks.
 // tests/vk/vk_session_test.cpp runs the same scenarios on Vulkan.
 #include <gtest/gtest.h>
+#include <tbb/global_control.h>
+#include <tbb/task_arena.h>
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "support/library.h"
@@ -146,6 +149,74 @@ TEST_P(SessionOnInterpreter, ANonFiniteLossDiscardsTheUpdates) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, SessionOnInterpreter, ::testing::Values(Backend::interp_f32, Backend::interp_f64),
                          [](const auto& p) { return std::string(backend_name(p.param)); });
+
+// set_param refuses a value of another shape naming both, says when it is the expected shape with
+// its last two dims swapped (a PyTorch nn.Linear weight, typically), and writes nothing.
+TEST(Session, SetParamNamesATransposedValue) {
+  GraphBuilder b("shapes");
+  std::optional<TracingScope> scope(std::in_place, b);
+  Tensor matrix = b.param("m", {DType::f32, {2, 3}});
+  Tensor batch = b.param("t", {DType::f32, {4, 2, 3}});
+  b.output("total", sum(matrix) + sum(batch));
+  scope.reset();
+  Session s(b.take());
+  const auto message = [&](const std::string& name, Shape shape) {
+    try {
+      s.set_param(name, HostTensor::filled({DType::f32, std::move(shape)}, 1.0));
+    } catch (const RuntimeError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string reversed = message("m", {3, 2});
+  EXPECT_NE(reversed.find("param 'm' of graph 'shapes': expected f32[2,3], got f32[3,2]: it looks transposed (the "
+                          "expected shape reversed): PyTorch's nn.Linear stores its weight as [out, in]"),
+            std::string::npos)
+      << reversed;
+  EXPECT_NE(reversed.find("nothing was written"), std::string::npos) << reversed;
+  const std::string swapped = message("t", {4, 3, 2});
+  EXPECT_NE(swapped.find("expected f32[4,2,3], got f32[4,3,2]: it looks transposed (the last two dims swapped)"),
+            std::string::npos)
+      << swapped;
+  const std::string rotated = message("t", {3, 2, 4});
+  EXPECT_NE(rotated.find("expected f32[4,2,3], got f32[3,2,4]"), std::string::npos) << rotated;
+  EXPECT_EQ(rotated.find("transposed"), std::string::npos) << rotated;
+  EXPECT_EQ(s.unset_params(), (std::vector<std::string>{"m", "t"}));
+}
+
+// SessionOptions::interp_threads: refused when negative; 1, 3 and TBB's default step to the same
+// bits under the parallel schedule; the limit is the session's own arena, so the process's TBB
+// settings are as they were while the session lives and after it ran.
+TEST_P(SessionOnInterpreter, InterpThreadsStepToTheSameBitsAndStayLocal) {
+  try {
+    Session refused(sgd_graph(), {.backend = GetParam(), .interp_threads = -1});
+    FAIL() << "interp_threads = -1 was accepted";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("SessionOptions::interp_threads is -1 for graph 'sgd'; it must be >= 0"),
+              std::string::npos)
+        << e.what();
+  }
+  const int default_concurrency = tbb::this_task_arena::max_concurrency();
+  const std::size_t default_parallelism =
+      tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism);
+  std::vector<TensorMap> params;
+  for (const int threads : {0, 1, 3}) {
+    SessionOptions options = with_writebacks(GetParam());
+    options.interp_schedule = InterpSchedule::parallel;
+    options.interp_threads = threads;
+    Session s(sgd_graph(), options);
+    s.set_param("w", HostTensor::f32({4}, {0.5F, -1, 0, 2}));
+    s.set_param("steps", HostTensor::f32({}, {0}));
+    const TensorMap data{{"x", HostTensor::f32({4}, {1, 1.5F, 2, 0.5F})}, {"y", HostTensor::f32({4}, {2, 3, 4, 1})}};
+    for (int step = 0; step < 3; ++step) ASSERT_TRUE(s.run(data).ok()) << threads << " threads";
+    params.push_back({{"w", s.param("w")}, {"steps", s.param("steps")}});
+    EXPECT_EQ(tbb::this_task_arena::max_concurrency(), default_concurrency) << threads << " threads";
+    EXPECT_EQ(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism), default_parallelism)
+        << threads << " threads";
+  }
+  EXPECT_EQ(params[0], params[1]);
+  EXPECT_EQ(params[0], params[2]);
+}
 
 TEST(Session, BadWritebacksAreRefusedAtCompile) {
   const Graph g = sgd_graph();

@@ -54,6 +54,12 @@ struct SessionOptions {
   // interp_f32/interp_f64: run independent nodes at once (InterpSchedule::parallel) or one after
   // another; the results are the same bits either way (docs/architecture.md, "Interpret").
   InterpSchedule interp_schedule = InterpSchedule::sequential;
+  // interp_f32/interp_f64: the most threads a run may use (the parallel schedule's branches and the
+  // kernels' own parallel loops). 0: TBB's default (every core, or what a tbb::global_control
+  // allows); n > 0: the run executes in a tbb::task_arena of n slots that this session owns, so
+  // other sessions and the process's TBB settings are unaffected. Negative: the constructor throws
+  // CompileError. The results are the same bits at every count. Vulkan ignores it.
+  int interp_threads = 0;
 };
 
 // Why a run failed. kind: "input" (missing, unknown or misshapen input: the message names it, what
@@ -107,7 +113,8 @@ class Session {
 
   // Params and state (inputs of kind param or state) are held by the session: set them once, they
   // stay for later runs until set again or updated by a writeback. Throws RuntimeError naming the
-  // input for an unknown name, a data input, or a wrong type or size.
+  // input for an unknown name, a data input, or a wrong type or shape (both shapes, and whether the
+  // value's is the transpose of the expected one); then nothing is written.
   void set_param(std::string_view name, const HostTensor& value);
   HostTensor param(std::string_view name) const;
   // Whether every param and state input has been set.

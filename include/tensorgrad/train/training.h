@@ -71,7 +71,10 @@ struct InputSpec {
 };
 using InputSpecs = std::map<std::string, InputSpec, std::less<>>;
 
-// Flat param values keyed by dotted name ("l1.W"), row-major, as the seed's downloadParams.
+// Flat param values keyed by dotted name ("l1.W"), row-major. Shapeless: upload_params of these
+// checks each param's element count but cannot see its layout, so a [64,128] matrix uploaded into a
+// [128,64] param is accepted with its elements in the wrong places. Upload shaped tensors
+// (TensorMap) to have shapes checked (docs/training/safetensors.md, "Starting from outside weights").
 using ParamValues = std::map<std::string, std::vector<float>, std::less<>>;
 
 template <class M>
@@ -93,6 +96,11 @@ struct TrainingSpec {
   // tg::RuntimeError / SafetensorsError naming the param and the first bad element; true accepts
   // them.
   bool allow_nonfinite_params = false;
+  // interp_f32/interp_f64, for the step and every attached forward: the interpreter's schedule and
+  // the most threads a run may use (0: TBB's default; n > 0: a task arena of n slots owned by each
+  // session; negative: compile throws CompileError). SessionOptions describes both.
+  InterpSchedule interp_schedule = InterpSchedule::sequential;
+  int interp_threads = 0;
 };
 
 template <class M>
@@ -159,6 +167,8 @@ struct ErasedTrainingSpec {
   std::optional<std::uint64_t> seed;
   std::shared_ptr<vk::Context> vk_context;
   bool allow_nonfinite_params = false;
+  InterpSchedule interp_schedule = InterpSchedule::sequential;
+  int interp_threads = 0;
 };
 struct TrainingCore;
 struct ForwardCore;
@@ -176,6 +186,15 @@ class Forward;
 struct ResetOptions {
   bool params = true;     // re-init every param with the training's seed
   bool optimizer = true;  // zero the optimizer state and set the step counter back to 0
+};
+
+struct LoadOptions {
+  // The file holds the params only (every param, nothing else, e.g. weights converted from
+  // PyTorch): its names, shapes and values are checked as a checkpoint's are, its metadata is not
+  // read, and on success the optimizer state, the last gradients, the step counter and the
+  // learning-rate schedule are set back to their init (as reset({.params = false})): moments
+  // gathered for the old params do not describe the new ones.
+  bool params_only = false;
 };
 
 struct ReplaceOptions {
@@ -220,8 +239,15 @@ class Training {
   TensorMap download_param_grad_tensors() const;
   // The optimizer state inputs ("<param>.adam.m", ...), exactly as held.
   TensorMap download_optimizer_state() const;
-  // Sets some or all params. Throws tg::RuntimeError naming every unknown name, wrong size and
-  // (unless TrainingSpec::allow_nonfinite_params) NaN or Inf value; then nothing is written.
+  // Sets some or all params from shaped tensors (f32, each of its param's exact shape; on
+  // interp_f64 wide values are kept unrounded). Throws tg::RuntimeError naming every unknown name,
+  // wrong dtype or shape (both shapes, and "looks transposed" when the value's shape is the
+  // expected one with its last two dims swapped: PyTorch's nn.Linear weight is [out, in], Linear's
+  // W is [in, out]) and (unless TrainingSpec::allow_nonfinite_params) NaN or Inf value; then
+  // nothing is written.
+  void upload_params(const TensorMap& values);
+  // The same from flat floats: checked for element count (the error names the expected shape),
+  // unknown names and NaN/Inf, but NOT for layout (see ParamValues).
   void upload_params(const ParamValues& values);
 
   void reset(ResetOptions options = {});
@@ -234,9 +260,10 @@ class Training {
   // shapes (load_matching), the metadata (step in [0, kMaxTrainingSteps], seed a u64, no other
   // "tensorgrad." key), that Adam's second moments are >= 0 and (unless allow_nonfinite_params)
   // that every value is finite, and throws a SafetensorsError naming the file and what is wrong; on
-  // any error nothing changes. docs/training/safetensors.md lists the checks.
+  // any error nothing changes. docs/training/safetensors.md lists the checks. With
+  // options.params_only the file holds only the params (LoadOptions says what is reset).
   void save(const std::string& path) const;
-  void load(const std::string& path);
+  void load(const std::string& path, LoadOptions options = {});
 
   // A new model (same type as compiled with), compiled with the same loss and inputs: fresh params
   // (seed: options.seed or a random one), zero optimizer state, step counter 0. Attached forwards
@@ -279,6 +306,7 @@ class Forward {
   const std::vector<std::string>& param_names() const;
   // The params are the training's: these are Training::upload_params / download_params (an upload
   // here is seen by the training's next step and by every forward attached to it).
+  void upload_params(const TensorMap& values);
   void upload_params(const ParamValues& values);
   ParamValues download_params() const;
   // The graph for these inputs' batch size and these active patch sites (compiled and cached like
@@ -311,7 +339,9 @@ Training compile(TrainingSpec<M> spec) {
                          .backend = spec.backend,
                          .seed = spec.seed,
                          .vk_context = std::move(spec.vk_context),
-                         .allow_nonfinite_params = spec.allow_nonfinite_params});
+                         .allow_nonfinite_params = spec.allow_nonfinite_params,
+                         .interp_schedule = spec.interp_schedule,
+                         .interp_threads = spec.interp_threads});
 }
 
 template <class M>
