@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -120,7 +121,8 @@ TEST(Softmax, F32RowKernelMatchesLoopsAtEveryBlockRemainder) {
 // The AVX2 and the baseline (SSE2) builds of the row kernel give the same bits, so results do not
 // depend on the CPU; on a CPU without AVX2 both calls run the baseline.
 TEST(Softmax, F32RowKernelGivesTheSameBitsWithAndWithoutAvx2) {
-  for (const std::int64_t length : {1, 7, 8, 9, 4099}) {
+  // 4099 and 100003: rows of many leaves, so the sum's tree has several levels and a partial leaf.
+  for (const std::int64_t length : {1, 7, 8, 9, 4099, 100003}) {
     auto x = test_values(3 * length, 9);
     for (std::int64_t j = 0; j < length; ++j) x[static_cast<std::size_t>(length + j)] *= 60.0F;
     for (const bool log : {false, true}) {
@@ -134,6 +136,36 @@ TEST(Softmax, F32RowKernelGivesTheSameBitsWithAndWithoutAvx2) {
 }
 
 // NaN and infinities come out of the f32 row kernel as they come out of the oracle.
+// A row of 2^24 terms: the row sum's relative error stays within the pairwise tree's bound. Each
+// lane adds 8 terms in a leaf (7 roundings), the tree over 2^24 / 64 leaves has 18 levels, the 8
+// lanes are combined in 3 and the tail in 1: 29 roundings of 2^-24, 1.7e-6, plus 2 ulp (2.4e-7) of
+// exp in each term, so 2e-6 in all. Summing the lanes in sequence as before (2^21 terms each) was
+// off by 3.2e-4 on the mixed row and 1.6e-2 on the constant one. softmax gives 1 / sum for the
+// max element (exp(0) is exactly 1), log_softmax -log(sum).
+TEST(Softmax, F32RowKernelSumsALongRowWithinThePairwiseBound) {
+  constexpr double kAllowedRelative = 2e-6;
+  const std::int64_t length = std::int64_t{1} << 24;
+  std::vector<float> x(static_cast<std::size_t>(length)), y(x.size());
+  for (const bool mixed : {false, true}) {
+    for (std::int64_t j = 0; j < length; ++j) {
+      // Mixed: 1024 values spread over [-2, 0) by a multiplicative hash of j; else all -1.
+      const auto spread = static_cast<float>((static_cast<std::uint64_t>(j) * 2654435761U) % 1024);
+      x[static_cast<std::size_t>(j)] = mixed ? -spread / 512.0F : -1.0F;
+    }
+    x[0] = 0.0F;
+    double exact = 0;  // f64 sum of exp of every element: off by about 1e-9 relative
+    for (const float v : x) exact += std::exp(static_cast<double>(v));
+    tg::interp::softmax_rows_f32(x.data(), y.data(), 0, 1, length, false);
+    const double sum = 1.0 / static_cast<double>(y[0]);
+    // y[0] itself is rounded to f32: half an ulp (6e-8) of it on top of the sum's error.
+    EXPECT_LE(std::fabs(sum / exact - 1.0), kAllowedRelative + 6e-8) << (mixed ? "mixed" : "constant") << " row";
+    tg::interp::softmax_rows_f32(x.data(), y.data(), 0, 1, length, true);
+    // log(sum) is about 16, rounded to f32 with half an ulp of 4.8e-7.
+    EXPECT_LE(std::fabs(-static_cast<double>(y[0]) - std::log(exact)), kAllowedRelative + 4.8e-7)
+        << (mixed ? "mixed" : "constant") << " row, log_softmax";
+  }
+}
+
 TEST(Softmax, F32RowKernelKeepsTheOraclesNanAndInfinityPattern) {
   constexpr float kInf = INFINITY;
   const std::vector<float> rows = {

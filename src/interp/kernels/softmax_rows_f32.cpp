@@ -78,17 +78,61 @@ constexpr int kLanes = 8;
   return m;
 }
 
-// Sum of exp(row - m), writing each exp to `out` when it is not null.
+// Terms per lane in a leaf of the row sum (tree_sum.h's kTreeLeaf): a leaf is kLeafVectors
+// vectors, each lane adding its terms in index order.
+constexpr std::int64_t kLeafVectors = 8;
+
+// tree_sum.h's TreeSum with a vector of lanes for T: one tree per lane, of the same shape as the
+// sum op's. A copy rather than TreeSum<Floats> so that every step is inlined into the AVX2 and the
+// baseline builds alike: an out-of-line function taking 32-byte vectors would be called with
+// different ABIs from the two.
+class LaneTree {
+ public:
+  [[gnu::always_inline]] void push(Floats leaf) {
+    int level = 0;
+    for (std::uint64_t bit = 1; (leaves_ & bit) != 0; bit <<= 1, ++level) leaf = slots_[level] + leaf;
+    slots_[level] = leaf;
+    ++leaves_;
+  }
+  // The occupied slots added from the lowest level up.
+  [[gnu::always_inline]] Floats total() const {
+    Floats acc = {};
+    bool any = false;
+    for (int level = 0; (leaves_ >> level) != 0; ++level) {
+      if (((leaves_ >> level) & 1) == 0) continue;
+      acc = any ? slots_[level] + acc : slots_[level];
+      any = true;
+    }
+    return acc;
+  }
+
+ private:
+  Floats slots_[64];  // slot l is read only while bit l of leaves_ says it holds 2^l leaves
+  std::uint64_t leaves_ = 0;
+};
+
 [[gnu::always_inline]] inline float exp_sum(const float* row, float m, float* out, std::int64_t length) {
-  Floats lanes = {};
-  std::int64_t j = 0;
-  for (; j + kLanes <= length; j += kLanes) {
-    const Floats e = exp_nonpositive(load(row + j) - m);
-    lanes += e;
-    if (out != nullptr) store(out + j, e);
+  const std::int64_t vectors = length / kLanes;
+  const auto leaf_sum = [&](std::int64_t& v) {
+    const std::int64_t end = std::min(v + kLeafVectors, vectors);
+    Floats leaf = {};
+    for (; v < end; ++v) {
+      const Floats e = exp_nonpositive(load(row + v * kLanes) - m);
+      leaf += e;
+      if (out != nullptr) store(out + v * kLanes, e);
+    }
+    return leaf;
+  };
+  std::int64_t v = 0;
+  Floats lanes = leaf_sum(v);
+  if (v < vectors) {  // more than one leaf (one leaf is its own tree total: the same bits)
+    LaneTree tree;
+    tree.push(lanes);
+    while (v < vectors) tree.push(leaf_sum(v));
+    lanes = tree.total();
   }
   float tail = 0.0F;
-  for (; j < length; ++j) {
+  for (std::int64_t j = vectors * kLanes; j < length; ++j) {
     const float e = exp_nonpositive(row[j] - m);
     tail += e;
     if (out != nullptr) out[j] = e;
@@ -151,6 +195,27 @@ void softmax_rows_f32(const float* x, float* y, std::int64_t first, std::int64_t
     rows_avx2(x, y, first, last, length, log);
   } else {
     softmax_rows_f32_baseline(x, y, first, last, length, log);
+  }
+}
+
+namespace {
+[[gnu::always_inline]] inline void exp_values(const float* x, float* y, std::int64_t n) {
+  std::int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) store(y + j, exp_nonpositive(load(x + j)));
+  for (; j < n; ++j) y[j] = exp_nonpositive(x[j]);
+}
+#if defined(__GNUC__) && defined(__x86_64__)
+[[gnu::target("avx2")]] void exp_values_avx2(const float* x, float* y, std::int64_t n) { exp_values(x, y, n); }
+#else
+void exp_values_avx2(const float* x, float* y, std::int64_t n) { exp_values(x, y, n); }
+#endif
+}  // namespace
+
+void exp_nonpositive_f32(const float* x, float* y, std::int64_t n) {
+  if (use_avx2()) {
+    exp_values_avx2(x, y, n);
+  } else {
+    exp_values(x, y, n);
   }
 }
 

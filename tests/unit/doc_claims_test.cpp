@@ -1,0 +1,89 @@
+// Claims the docs make that a test can hold them to: sections and references name a date and a
+// subject, never a work-session or issue number (which mean nothing to a reader); every test the
+// docs cite by its gtest name exists; and limitations the docs state are still true.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/library.h"
+
+namespace tg {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kRoot = TG_SOURCE_DIR;
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// README.md and every .md under docs/.
+std::vector<fs::path> doc_files() {
+  std::vector<fs::path> files{kRoot / "README.md"};
+  for (const auto& entry : fs::recursive_directory_iterator(kRoot / "docs")) {
+    if (entry.is_regular_file() && entry.path().extension() == ".md") files.push_back(entry.path());
+  }
+  return files;
+}
+
+std::size_t line_of(const std::string& text, std::size_t offset) {
+  return 1 +
+         static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
+}
+
+TEST(DocClaims, NoSectionOrReferenceNamesASessionOrIssueNumber) {
+  // "Session 10", "session 5", "issue 17", "Issue #3"; `Session` the class is never followed by a number.
+  const std::regex numbered(R"(\b(session|issue) #?[0-9]+)", std::regex::icase);
+  std::size_t files = 0;
+  for (const fs::path& path : doc_files()) {
+    ++files;
+    const std::string text = read_text(path);
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), numbered); it != std::sregex_iterator(); ++it) {
+      ADD_FAILURE() << fs::relative(path, kRoot).string() << ":"
+                    << line_of(text, static_cast<std::size_t>(it->position())) << ": \"" << it->str()
+                    << "\": name the date and the subject instead";
+    }
+  }
+  EXPECT_GT(files, 10U) << "the docs were not found under " << kRoot;
+}
+
+// Every `Suite.Name` the docs cite in backticks is a test defined under tests/ (TEST, TEST_F,
+// TEST_P or a RapidCheck property, TG_PROPERTY included), so a renamed or deleted test cannot leave a doc pointing at it.
+TEST(DocClaims, EveryTestTheDocsCiteExists) {
+  const std::regex definition(R"((?:TEST|TEST_F|TEST_P|RC_GTEST_PROP|RC_GTEST_FIXTURE_PROP|TG_PROPERTY)\(\s*(\w+)\s*,\s*(\w+))");
+  std::set<std::string> defined;
+  for (const auto& entry : fs::recursive_directory_iterator(kRoot / "tests")) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".cpp") continue;
+    const std::string text = read_text(entry.path());
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), definition); it != std::sregex_iterator(); ++it) {
+      defined.insert((*it)[1].str() + "." + (*it)[2].str());
+    }
+  }
+  ASSERT_GT(defined.size(), 100U);
+  const std::regex cited(R"(`([A-Z][A-Za-z0-9]*\.[A-Z][A-Za-z0-9]+)`)");
+  std::size_t citations = 0;
+  for (const fs::path& path : doc_files()) {
+    const std::string text = read_text(path);
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), cited); it != std::sregex_iterator(); ++it) {
+      ++citations;
+      EXPECT_TRUE(defined.contains((*it)[1].str()))
+          << fs::relative(path, kRoot).string() << ":" << line_of(text, static_cast<std::size_t>(it->position()))
+          << " cites " << (*it)[1].str() << ", which no test under tests/ defines";
+    }
+  }
+  EXPECT_GT(citations, 20U);
+}
+
+}  // namespace
+}  // namespace tg
