@@ -59,9 +59,11 @@ TEST(DocClaims, NoSectionOrReferenceNamesASessionOrIssueNumber) {
 }
 
 // Every `Suite.Name` the docs cite in backticks is a test defined under tests/ (TEST, TEST_F,
-// TEST_P or a RapidCheck property, TG_PROPERTY included), so a renamed or deleted test cannot leave a doc pointing at it.
+// TEST_P or a RapidCheck property, TG_PROPERTY included), so a renamed or deleted test cannot leave a doc pointing at
+// it.
 TEST(DocClaims, EveryTestTheDocsCiteExists) {
-  const std::regex definition(R"((?:TEST|TEST_F|TEST_P|RC_GTEST_PROP|RC_GTEST_FIXTURE_PROP|TG_PROPERTY)\(\s*(\w+)\s*,\s*(\w+))");
+  const std::regex definition(
+      R"((?:TEST|TEST_F|TEST_P|RC_GTEST_PROP|RC_GTEST_FIXTURE_PROP|TG_PROPERTY)\(\s*(\w+)\s*,\s*(\w+))");
   std::set<std::string> defined;
   for (const auto& entry : fs::recursive_directory_iterator(kRoot / "tests")) {
     if (!entry.is_regular_file() || entry.path().extension() != ".cpp") continue;
@@ -83,6 +85,31 @@ TEST(DocClaims, EveryTestTheDocsCiteExists) {
     }
   }
   EXPECT_GT(citations, 20U);
+}
+
+// docs/ops.md and docs/architecture.md: second order through max pooling is not supported;
+// max_pool2d_grad is marked not differentiable and autodiff passes no gradient through it. The
+// true derivative of sum(max_pool2d_grad(x, g)) with respect to g is 1 for every element (each
+// window's g lands once in the sum); autodiff gives 0. When the op gets a gradient rule this test
+// fails, and the docs must say so.
+TEST(DocClaims, MaxPoolGradPassesNoGradient) {
+  GraphBuilder b("pool_grad");
+  TracingScope scope(b);
+  const Tensor x = b.input("x", {DType::f32, {1, 1, 4, 4}});
+  const Tensor g = b.input("g", {DType::f32, {1, 1, 2, 2}});
+  b.output("loss", sum(max_pool2d_grad(x, g, 2, 2, 0)));
+  const Graph grads = differentiate(b.take(), {.wrt = {"x", "g"}});
+  std::vector<float> xs(16);
+  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>((i * 7) % 16);
+  const TensorMap out = interpret(grads, {{"x", HostTensor::f32({1, 1, 4, 4}, xs)},
+                                          {"g", HostTensor::f32({1, 1, 2, 2}, {1.F, 2.F, 3.F, 4.F})}})
+                            .outputs;
+  EXPECT_EQ(out.at("loss").at(0), 10.0) << "the forward sums every window's g once";
+  for (const std::string name : {"grad.x", "grad.g"}) {
+    const HostTensor& grad = out.at(name);
+    ASSERT_GT(grad.size(), 0U) << name;
+    for (std::size_t i = 0; i < grad.size(); ++i) EXPECT_EQ(grad.at(i), 0.0) << name << "[" << i << "]";
+  }
 }
 
 }  // namespace
