@@ -265,6 +265,12 @@ double TextCursor::real_value(std::string_view token, std::size_t at) {
   if (!body.empty() && (body[0] == '-' || body[0] == '+')) body.remove_prefix(1);
   double value = 0;
   auto [end, ec] = std::from_chars(body.data(), body.data() + body.size(), value);
+  // Well formed but rounding to inf or to 0: say so rather than "malformed".
+  if (ec == std::errc::result_out_of_range && end == body.data() + body.size()) {
+    fail(at, "number '" + std::string(token) +
+                 "' is out of the range of a double (finite magnitudes from 4.9406564584124654e-324 to "
+                 "1.7976931348623157e308; write inf for infinity)");
+  }
   if (body.empty() || ec != std::errc() || end != body.data() + body.size()) {
     fail(at, "malformed number '" + std::string(token) + "'");
   }
