@@ -108,9 +108,10 @@ TEST_P(TrainingOnInterpreter, ThePartialLastBatchsLossThroughAnAttachedForward) 
   const Mlp model;
   Training train = compile(spec(model, GetParam()));
   Forward eval_loss = train.attach(ForwardSpec<Mlp>{.forward = mse, .inputs = {{"x", {{-1, 3}}}, {"y", {{-1, 1}}}}});
+  const TensorMap last = rows(kBatch, 5);
+  const ForwardResult before = eval_loss.run(last);  // at the init params
   ASSERT_TRUE(train.step(rows(0, kBatch)).ok());
 
-  const TensorMap last = rows(kBatch, 5);
   const ForwardResult partial = eval_loss.run(last);
   ASSERT_TRUE(partial.ok()) << partial.failure().message;
   EXPECT_EQ(partial.output().type, (TensorType{DType::f32, {}}));
@@ -120,6 +121,8 @@ TEST_P(TrainingOnInterpreter, ThePartialLastBatchsLossThroughAnAttachedForward) 
   const StepResult reference = at_five.step(last);
   ASSERT_TRUE(reference.ok()) << reference.failure().message;
   EXPECT_EQ(partial.output().at(0), reference.loss());
+  ASSERT_TRUE(before.ok()) << before.failure().message;
+  EXPECT_NE(before.output().at(0), partial.output().at(0)) << "the step changed the params";
 
   // And at full size it is the loss the next step reports.
   const ForwardResult full = eval_loss.run(rows(kBatch, kBatch));
