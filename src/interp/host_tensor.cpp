@@ -194,18 +194,18 @@ HostTensor HostTensor::adopt(TensorType type, HostStorage storage, std::shared_p
   return {std::move(type), storage, std::move(owner), data};
 }
 
+namespace {
+
+[[noreturn]] void index_past_end(const HostTensor& t, std::size_t k) {
+  throw RuntimeError("element index " + std::to_string(k) + " is past the end of the " + t.type.to_string() +
+                     " host tensor, which has " + std::to_string(t.size()) + " elements");
+}
+
+}  // namespace
+
 double HostTensor::at(std::size_t k) const {
-  switch (storage_) {
-    case HostStorage::f32:
-      return static_cast<const float*>(data_)[k];
-    case HostStorage::i32:
-      return static_cast<const std::int32_t*>(data_)[k];
-    case HostStorage::u8:
-      return static_cast<const std::uint8_t*>(data_)[k];
-    case HostStorage::f64:
-      return static_cast<const double*>(data_)[k];
-  }
-  return 0.0;
+  if (k >= size()) index_past_end(*this, k);
+  return at_unchecked(k);
 }
 
 namespace {
@@ -240,7 +240,7 @@ std::span<const double> HostTensor::f64_data() const {
 
 std::vector<double> HostTensor::to_f64() const {
   std::vector<double> out(size());
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = at(i);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = at_unchecked(i);
   return out;
 }
 
@@ -250,13 +250,13 @@ std::vector<float> HostTensor::to_f32() const {
     return {data.begin(), data.end()};
   }
   std::vector<float> out(size());
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(at(i));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(at_unchecked(i));
   return out;
 }
 
 std::vector<std::int32_t> HostTensor::to_i32() const {
   std::vector<std::int32_t> out(size());
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::int32_t>(at(i));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::int32_t>(at_unchecked(i));
   return out;
 }
 
@@ -266,7 +266,7 @@ HostTensor HostTensor::narrowed() const {
   void* p = nullptr;
   auto owner = allocate(own, size(), p);
   HostTensor t{type, own, std::move(owner), p};
-  for (std::size_t i = 0; i < size(); ++i) t.set(i, at(i));
+  for (std::size_t i = 0; i < size(); ++i) t.set(i, at_unchecked(i));
   return t;
 }
 
@@ -281,6 +281,7 @@ void* HostTensor::make_own() {
 }
 
 void HostTensor::set(std::size_t k, double value) {
+  if (k >= size()) index_past_end(*this, k);  // before make_own, so a refused call copies nothing
   void* p = make_own();
   switch (storage_) {
     case HostStorage::f32:
@@ -321,7 +322,7 @@ std::span<double> HostTensor::mutable_wide() {
 bool operator==(const HostTensor& a, const HostTensor& b) {
   if (a.type != b.type) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a.at(i) != b.at(i)) return false;
+    if (a.at_unchecked(i) != b.at_unchecked(i)) return false;
   }
   return true;
 }
@@ -343,7 +344,7 @@ void check_input_values(const GraphInput& in, const TensorType& expected, const 
     }
   } else if (expected.dtype == DType::boolean) {
     for (std::size_t i = 0; i < given.size(); ++i) {
-      const double v = given.at(i);
+      const double v = given.at_unchecked(i);
       if (v != 0.0 && v != 1.0) throw RuntimeError("input '" + in.name + "' is bool but holds " + std::to_string(v));
     }
   }

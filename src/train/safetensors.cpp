@@ -359,7 +359,7 @@ void check_storable(const std::string& name, const HostTensor& t) {
   if (name == "__metadata__") refuse("the name \"__metadata__\" is reserved for the header's metadata");
   if (!safetensors_header::is_valid_utf8(name)) refuse("the name is not valid UTF-8");
   for (std::size_t i = 0; i < t.size(); ++i) {
-    const double v = t.at(i);
+    const double v = t.at_unchecked(i);
     if (t.type.dtype == DType::i32 && (v != std::floor(v) || v < std::numeric_limits<std::int32_t>::min() ||
                                        v > std::numeric_limits<std::int32_t>::max())) {
       refuse("element " + std::to_string(i) + " = " + std::to_string(v) + " is not an i32");

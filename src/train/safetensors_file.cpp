@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -118,6 +119,58 @@ bool remove_if_unlocked(const std::string& dir, const std::string& name) {
   return removed;
 }
 
+// Refuses, before anything is written and again just before the rename, a target that a save must
+// not replace: anything but a missing path or a regular file. Returns the file the save replaces:
+// `path` itself, or for a symbolic link to a regular file the file it leads to (so that the link is
+// kept and the file it names gets the new contents). A dangling link, a link loop and a link to
+// anything but a regular file are refused.
+std::string save_destination(const std::string& path) {
+  struct stat link_info {};
+  if (::lstat(path.c_str(), &link_info) != 0) {
+    const int err = errno;
+    if (err == ENOENT) return path;  // a new file
+    fail(path, "cannot save: cannot stat the target: " + error_text(err));
+  }
+  if (S_ISREG(link_info.st_mode)) return path;
+  if (!S_ISLNK(link_info.st_mode)) {
+    fail(path, "cannot save: it is " + file_type_name(link_info.st_mode) +
+                   ", not a regular file (a save only replaces a regular file)");
+  }
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    const int err = errno;
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(path, ec).string();
+    fail(path, "cannot save: it is a symbolic link to '" + target + "', which cannot be followed (" + error_text(err) +
+                   "); a save follows a link only to an existing regular file");
+  }
+  if (!S_ISREG(info.st_mode)) {
+    fail(path, "cannot save: it is a symbolic link to " + file_type_name(info.st_mode) +
+                   ", not to a regular file (a save only replaces a regular file)");
+  }
+  char resolved[PATH_MAX];
+  if (::realpath(path.c_str(), resolved) == nullptr) {
+    const int err = errno;
+    fail(path, "cannot save: cannot resolve the symbolic link: " + error_text(err));
+  }
+  return resolved;
+}
+
+// The check made again just before the rename: the destination is still missing or a regular file.
+// (Not atomic with the rename: see write_atomically in the header.)
+bool still_replaceable(const std::string& destination, std::string& problem) {
+  struct stat info {};
+  if (::lstat(destination.c_str(), &info) != 0) {
+    const int err = errno;
+    if (err == ENOENT) return true;
+    problem = "cannot stat the target before the rename: " + error_text(err);
+    return false;
+  }
+  if (S_ISREG(info.st_mode)) return true;
+  problem = "it became " + file_type_name(info.st_mode) + " while the save was writing; it is left as it is";
+  return false;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------------------------------
@@ -215,9 +268,10 @@ std::vector<std::string> remove_stale_temps(const std::string& path) {
 }
 
 void write_atomically(const std::string& path, std::span<const std::uint8_t> bytes) {
-  const std::filesystem::path target(path);
-  if (!target.has_filename()) fail(path, "cannot save: the path names no file");
-  remove_stale_temps(path);
+  if (!std::filesystem::path(path).has_filename()) fail(path, "cannot save: the path names no file");
+  const std::string destination = save_destination(path);
+  const std::filesystem::path target(destination);
+  remove_stale_temps(destination);
   static std::atomic<unsigned> counter{0};
   std::string temp;
   int fd = -1;
@@ -253,7 +307,12 @@ void write_atomically(const std::string& path, std::span<const std::uint8_t> byt
     written += static_cast<std::size_t>(n);
   }
   if (::fsync(fd) != 0) give_up("fsync of");
-  if (::rename(temp.c_str(), path.c_str()) != 0) give_up("renaming");
+  if (std::string problem; !still_replaceable(destination, problem)) {
+    ::unlink(temp.c_str());
+    ::close(fd);
+    fail(path, "cannot save: " + problem);
+  }
+  if (::rename(temp.c_str(), destination.c_str()) != 0) give_up("renaming");
   const int closing = fd;
   fd = -1;
   ::close(closing);  // the data is fsynced and in place: a failing close loses nothing

@@ -40,6 +40,14 @@ class InputFile {
 // ".<name>.tmp-<pid>-<n>", fsynced and renamed over the target; on any failure the temporary file
 // is removed and the target is untouched. Before writing, removes the temporary files of earlier
 // saves of the same target whose writer is gone (see remove_stale_temps).
+//
+// Only a missing path or a regular file is replaced: a directory, FIFO, device or socket at `path`
+// is refused (SafetensorsError) before anything is written. A symbolic link to a regular file is
+// followed: the file it leads to is replaced (the temporary file goes into that file's directory)
+// and the link stays. A dangling link, a link loop, and a link to anything but a regular file are
+// refused. The check is made before writing and again just before the rename, but it is not
+// atomic with the rename: a path swapped for a special file between that last check and the rename
+// is still replaced (POSIX has no rename that replaces only a regular file).
 void write_atomically(const std::string& path, std::span<const std::uint8_t> bytes);
 
 // Removes, from the directory of `path`, the temporary files ".<name>.tmp-<pid>-<n>" of `path`

@@ -41,7 +41,7 @@ void write_words(const HostTensor& t, std::byte* dst) {
   }
   const bool real = is_float(t.type.dtype);
   for (std::size_t e = 0; e < t.size(); ++e) {
-    const double v = t.at(e);
+    const double v = t.at_unchecked(e);
     const std::uint32_t word = real ? std::bit_cast<std::uint32_t>(static_cast<float>(v))
                                     : static_cast<std::uint32_t>(static_cast<std::int32_t>(v));
     std::memcpy(dst + 4 * e, &word, 4);

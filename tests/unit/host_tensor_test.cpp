@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "support/library.h"
@@ -129,6 +131,43 @@ TEST(HostTensor, TheInterpreterReturnsEachComputeTypesOwnStorage) {
   const auto f64 = tg::interpret(g, in, {.compute = ComputeType::f64}).outputs;
   EXPECT_EQ(f64.at("y").storage(), HostStorage::f64);
   EXPECT_EQ(f64.at("y").to_f64(), (std::vector<double>{2, 8, 4, 6}));
+}
+
+// at() and set() check the index against the element count in every storage; a refused set()
+// copies nothing (a shared tensor stays shared, a view stays a view).
+TEST(HostTensor, AtAndSetRefuseAnIndexPastTheEnd) {
+  const auto expect_past_end = [](const std::function<void()>& call, const std::string& index,
+                                  const std::string& count) {
+    try {
+      call();
+      ADD_FAILURE() << "expected a RuntimeError for index " << index;
+    } catch (const RuntimeError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("element index " + index + " is past the end"), std::string::npos) << what;
+      EXPECT_NE(what.find("which has " + count + " elements"), std::string::npos) << what;
+    }
+  };
+  const std::vector<float> caller = {1, 2, 3};
+  const std::vector<HostTensor> tensors = {HostTensor::f32({2, 3}, {1, 2, 3, 4, 5, 6}), HostTensor::i32({3}, {1, 2, 3}),
+                                           HostTensor::boolean({2}, std::vector<bool>{true, false}),
+                                           HostTensor::of({DType::f32, {4}}, {1, 2, 3, 4}),
+                                           HostTensor::view({3}, std::span<const float>(caller))};
+  for (const HostTensor& t : tensors) {
+    SCOPED_TRACE(t.type.to_string() + " stored as " + std::string(tg::host_storage_name(t.storage())));
+    const std::string count = std::to_string(t.size());
+    EXPECT_EQ(t.at(t.size() - 1), t.at_unchecked(t.size() - 1));
+    expect_past_end([&] { (void)t.at(t.size()); }, count, count);
+    expect_past_end([&] { (void)t.at(std::size_t{1} << 40); }, std::to_string(std::size_t{1} << 40), count);
+    HostTensor copy = t;  // shares the elements (or views the same memory)
+    expect_past_end([&] { copy.set(t.size(), 7); }, count, count);
+    EXPECT_EQ(copy.raw_data(), t.raw_data()) << "a refused set() copied the elements";
+    EXPECT_EQ(copy.is_view(), t.is_view());
+    EXPECT_EQ(copy, t);
+  }
+  // A scalar has one element, an empty tensor none.
+  expect_past_end([] { (void)HostTensor().at(1); }, "1", "1");
+  const HostTensor empty = HostTensor::f32({0, 3}, std::vector<float>{});
+  expect_past_end([&] { (void)empty.at(0); }, "0", "0");
 }
 
 }  // namespace

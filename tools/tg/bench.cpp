@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -71,6 +72,9 @@ NodeTimes time_interpreter(const Graph& graph, const TensorMap& inputs, ComputeT
     }
   } catch (const Error& e) {
     throw ToolError(kRunFailed, "graph '" + graph.name() + "' on " + std::string(what) + " failed: " + e.what());
+  } catch (const std::bad_alloc&) {
+    throw ToolError(kOutOfMemory, "graph '" + graph.name() + "' on " + std::string(what) + " ran out of host memory" +
+                                      largest_value_note(graph, compute == ComputeType::f64 ? 8 : 4));
   }
   for (double& t : times.microseconds) t /= o.repetitions;
   times.run_microseconds /= o.repetitions;

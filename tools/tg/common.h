@@ -45,6 +45,15 @@ class Progress {
 // and column).
 Graph load_graph(const std::string& path);
 
+// Makes every numeric option of `tool` and its subcommands take only plain decimal numbers, so a
+// value means what a reader of the command line thinks: integers are digits with an optional '-'
+// (none on an unsigned option), in range (no octal "010", hex "0x10", wrap of "-1" or saturation
+// of 2^64 as CLI11's strtoull/strtoll would give); floating values are finite decimals (no "nan",
+// "inf", or 1e400 overflowing to inf). Anything else is a usage error (exit 2) naming the option
+// and the value. Called once by main() after every subcommand has added its options, so options
+// added later in any subcommand are covered too.
+void require_plain_numbers(CLI::App& tool);
+
 // "vulkan", "interp_f32", "interp_f64": the names --backend takes.
 std::vector<std::string> backend_names();
 Backend parse_backend(std::string_view name);
@@ -53,7 +62,7 @@ Backend parse_backend(std::string_view name);
 struct InputOptions {
   std::string file;              // --inputs: a safetensors file holding some or all inputs
   std::uint64_t seed = 0;        // --seed: the draw of the inputs the file does not hold
-  std::vector<double> f32_range  // --f32-range LO HI: where f32 inputs are drawn
+  std::vector<double> f32_range  // --f32-range LO HI: where f32 inputs are drawn (finite as floats, LO <= HI)
       {-2.0, 2.0};
 };
 void add_input_options(CLI::App& command, InputOptions& options);
@@ -63,7 +72,8 @@ struct PreparedInputs {
   std::vector<std::string> drawn;  // the names drawn at random, in graph order
 };
 // Loads options.file (each tensor must name a graph input and have its type: ToolError(kBadInput)
-// otherwise) and draws every input it lacks.
+// otherwise) and draws every input it lacks. An input too large to allocate is
+// ToolError(kOutOfMemory) naming it and the bytes it needs.
 PreparedInputs prepare_inputs(const Graph& graph, const InputOptions& options);
 
 // The values an i32 input is drawn from, inclusive: [0, extent - 1] of every index it feeds (through
@@ -71,7 +81,7 @@ PreparedInputs prepare_inputs(const Graph& graph, const InputOptions& options);
 std::pair<std::int64_t, std::int64_t> i32_draw_range(const Graph& graph, ValueId value);
 // One input drawn from its own stream (seed and name), so adding a tensor to --inputs leaves the
 // other draws as they were: f32 uniform in [lo, hi), bool 0 or 1 with equal odds, i32 uniform in
-// i32_draw_range.
+// i32_draw_range. The tensor is in its dtype's own storage (float, int32, byte).
 HostTensor draw_input(const Graph& graph, const GraphInput& input, std::uint64_t seed, double lo, double hi);
 
 // --backend and --device on a subcommand.
@@ -92,6 +102,12 @@ TensorMap run_or_throw(Session& session, const TensorMap& inputs, std::string_vi
 // The f64 oracle on the interpreter (with every value kept when asked, for the tolerance scale).
 std::vector<HostTensor> run_oracle(const Graph& graph, const TensorMap& inputs, TensorMap& outputs,
                                    bool keep_all_values);
+
+// What running out of host memory on `graph` is about: its largest value, " (its largest value,
+// %3 = broadcast_to : f32[...], needs N bytes at B bytes an element)", for the error message.
+std::string largest_value_note(const Graph& graph, std::size_t bytes_per_element);
+// "1.00 PiB (1125899906842624 bytes)".
+std::string bytes_string(std::uint64_t bytes);
 
 // The exit code for an error the library threw (typed errors by kind, anything else kRunFailed).
 ExitCode exit_code_for(const std::exception& error);

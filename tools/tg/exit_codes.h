@@ -13,6 +13,7 @@ enum ExitCode : int {
   kBadInput = 3,            // a graph or inputs file missing, unreadable, unparsable, or not matching the graph
   kBackendUnavailable = 4,  // no Vulkan loader or device, a device limit, a lost device, an op without a kernel
   kRunFailed = 5,           // the graph ran but an op refused a value (an index out of range, ...)
+  kOutOfMemory = 6,         // the host could not allocate an input or a value (the message says which, and its bytes)
 };
 
 // An error the tool reports and exits with: `code` is the exit code, the message names the file,

@@ -15,20 +15,6 @@ namespace tg::cli {
 
 namespace {
 
-std::string bytes_string(std::uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.2f %s (%llu bytes)", value, units[unit],
-                static_cast<unsigned long long>(bytes));
-  return buffer;
-}
-
 void print_device(const vk::DeviceInfo& d) {
   std::printf("%s\n", d.summary().c_str());
   std::printf("  type                        %s\n", std::string(vk::to_string(d.type)).c_str());

@@ -80,22 +80,29 @@ std::pair<std::int64_t, std::int64_t> i32_draw_range(const Graph& graph, ValueId
 HostTensor draw_input(const Graph& graph, const GraphInput& input, std::uint64_t seed, double lo, double hi) {
   const TensorType& type = graph.type(input.value);
   SampleRng rng(seed * 0x9E3779B97F4A7C15ull ^ name_hash(input.name));
-  std::vector<double> values(static_cast<std::size_t>(type.size()));
+  const auto count = static_cast<std::size_t>(type.size());
+  // Each in its dtype's own storage: a quarter (f32, i32) or an eighth (bool) of wide storage, so
+  // the largest input that can be drawn is as large as it can be.
   switch (type.dtype) {
-    case DType::f32:
-      // Rounded to float here, so every backend (the f64 oracle included) sees the same values.
-      for (double& v : values) v = static_cast<float>(rng.uniform(lo, hi));
-      break;
-    case DType::boolean:
-      for (double& v : values) v = rng.coin() ? 1.0 : 0.0;
-      break;
+    case DType::f32: {
+      std::vector<float> values(count);
+      for (float& v : values) v = static_cast<float>(rng.uniform(lo, hi));
+      adjust_optimizer_input(graph, input, values);  // valid optimizer scalars and state
+      return HostTensor::f32(type.shape, std::move(values));
+    }
+    case DType::boolean: {
+      std::vector<bool> values(count);
+      for (std::size_t i = 0; i < count; ++i) values[i] = rng.coin();
+      return HostTensor::boolean(type.shape, values);
+    }
     case DType::i32: {
       const auto [first, last] = i32_draw_range(graph, input.value);
-      for (double& v : values) v = static_cast<double>(rng.uniform_int(first, last));
-      break;
+      std::vector<std::int32_t> values(count);
+      for (std::int32_t& v : values) v = static_cast<std::int32_t>(rng.uniform_int(first, last));
+      return HostTensor::i32(type.shape, std::move(values));
     }
   }
-  return HostTensor::of(type, std::move(values));
+  throw RuntimeError("input '" + input.name + "' has a dtype tg cannot draw");
 }
 
 }  // namespace tg::cli

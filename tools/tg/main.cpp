@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <vector>
 
 #include "commands.h"
@@ -23,11 +24,12 @@ int main(int argc, char** argv) {
   CLI::App tool{
       "tg: run, check and benchmark tensorgrad graph files.\n"
       "Exit codes: 0 ok, 1 check failed, 2 usage error, 3 bad graph or input file, 4 backend "
-      "unavailable, 5 run failed. See docs/cli.md.",
+      "unavailable, 5 run failed, 6 out of host memory. See docs/cli.md.",
       "tg"};
   tool.require_subcommand(1);
   const std::vector<Command> commands = {add_run_command(tool), add_check_command(tool), add_bench_command(tool),
                                          add_dot_command(tool), add_devices_command(tool)};
+  require_plain_numbers(tool);
   try {
     tool.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -47,6 +49,10 @@ int main(int argc, char** argv) {
   } catch (const tg::Error& e) {
     std::fprintf(stderr, "tg: error: %s\n", e.what());
     return exit_code_for(e);
+  } catch (const std::bad_alloc&) {
+    // The allocations tg can name (drawn inputs, a run's values) are reported where they happen.
+    std::fprintf(stderr, "tg: error: out of host memory\n");
+    return kOutOfMemory;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tg: internal error: %s\n", e.what());
     return kRunFailed;

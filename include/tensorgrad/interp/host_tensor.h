@@ -72,7 +72,25 @@ class HostTensor {
   HostStorage storage() const { return storage_; }
   bool is_view() const { return owner_ == nullptr; }
   std::size_t size() const { return static_cast<std::size_t>(type.size()); }
-  double at(std::size_t i) const;  // element i as a double, whatever the storage
+  // Element i as a double, whatever the storage. Throws RuntimeError naming i and the element count
+  // when i is not below size().
+  double at(std::size_t i) const;
+  // The same without the bounds check, for loops whose index is known to run below size(): the
+  // whole-tensor conversions and comparisons, where a check per element would cost. Past the end
+  // it reads out of bounds.
+  double at_unchecked(std::size_t i) const {
+    switch (storage_) {
+      case HostStorage::f32:
+        return static_cast<const float*>(data_)[i];
+      case HostStorage::i32:
+        return static_cast<const std::int32_t*>(data_)[i];
+      case HostStorage::u8:
+        return static_cast<const std::uint8_t*>(data_)[i];
+      case HostStorage::f64:
+        return static_cast<const double*>(data_)[i];
+    }
+    return 0.0;
+  }
 
   // The elements in their storage; each throws RuntimeError when the storage differs.
   std::span<const float> f32_data() const;
@@ -92,7 +110,8 @@ class HostTensor {
   HostTensor narrowed() const;
 
   // Writes; each first makes the elements this tensor's own (see the top of this file). set()
-  // converts `value` to the storage; the spans throw RuntimeError when the storage differs.
+  // converts `value` to the storage and throws RuntimeError, changing nothing, when i is not below
+  // size(); the spans throw RuntimeError when the storage differs.
   void set(std::size_t i, double value);
   std::span<float> mutable_f32();
   std::span<std::int32_t> mutable_i32();
