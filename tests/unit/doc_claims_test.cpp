@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "support/library.h"
+#include "tensorgrad/ir/text.h"
 
 namespace tg {
 namespace {
@@ -109,6 +110,31 @@ TEST(DocClaims, MaxPoolGradPassesNoGradient) {
     const HostTensor& grad = out.at(name);
     ASSERT_GT(grad.size(), 0U) << name;
     for (std::size_t i = 0; i < grad.size(); ++i) EXPECT_EQ(grad.at(i), 0.0) << name << "[" << i << "]";
+  }
+}
+
+// docs/ops.md: convolutions are dense, with no groups or dilation. The op's attribute schema has
+// neither, so a graph asking for one is refused by name rather than run as something else.
+TEST(DocClaims, Conv2dHasNoGroupsOrDilation) {
+  GraphBuilder b("conv");
+  TracingScope scope(b);
+  b.output("y", conv2d(b.input("x", {DType::f32, {1, 2, 5, 5}}), b.input("w", {DType::f32, {4, 2, 3, 3}})));
+  const std::string text = print_graph(b.take(), {.locations = false});
+  const std::size_t attrs = text.find("conv2d(");
+  ASSERT_NE(attrs, std::string::npos) << text;
+  const std::size_t brace = text.find('{', attrs);
+  ASSERT_NE(brace, std::string::npos) << text;
+  EXPECT_NO_THROW(parse_graph(text)) << text;
+  for (const std::string attribute : {"dilation=2", "groups=2"}) {
+    std::string asking = text;
+    asking.insert(brace + 1, attribute + ", ");
+    try {
+      parse_graph(asking);
+      ADD_FAILURE() << "a conv2d with " << attribute << " parsed:\n" << asking;
+    } catch (const ParseError& e) {
+      const std::string name = attribute.substr(0, attribute.find('='));
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
   }
 }
 
