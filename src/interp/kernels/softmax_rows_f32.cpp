@@ -111,24 +111,33 @@ class LaneTree {
   std::uint64_t leaves_ = 0;
 };
 
+// One leaf of the row sum: exp(row - m) over the vectors [v, v + kLeafVectors) (fewer at the end),
+// each lane adding its terms in order; writes each exp to `out` when it is not null and moves v on.
+[[gnu::always_inline]] inline Floats leaf_sum(const float* row, float m, float* out, std::int64_t& v,
+                                              std::int64_t vectors) {
+  const std::int64_t end = std::min(v + kLeafVectors, vectors);
+  Floats leaf = {};
+  for (; v < end; ++v) {
+    const Floats e = exp_nonpositive(load(row + v * kLanes) - m);
+    leaf += e;
+    if (out != nullptr) store(out + v * kLanes, e);
+  }
+  return leaf;
+}
+
+// Sum of exp(row - m), writing each exp to `out` when it is not null. Each of the 8 lanes sums its
+// terms (every 8th) as tree_sum.h does: leaves of kLeafVectors terms combined pairwise by the
+// fixed tree of LaneTree, so the error grows like log n rather than n / 8. The lanes are then
+// added in a fixed pairwise order, and the scalar tail last. The order depends only on `length`:
+// the bits do not depend on the thread count or on the build (AVX2 or baseline).
 [[gnu::always_inline]] inline float exp_sum(const float* row, float m, float* out, std::int64_t length) {
   const std::int64_t vectors = length / kLanes;
-  const auto leaf_sum = [&](std::int64_t& v) {
-    const std::int64_t end = std::min(v + kLeafVectors, vectors);
-    Floats leaf = {};
-    for (; v < end; ++v) {
-      const Floats e = exp_nonpositive(load(row + v * kLanes) - m);
-      leaf += e;
-      if (out != nullptr) store(out + v * kLanes, e);
-    }
-    return leaf;
-  };
   std::int64_t v = 0;
-  Floats lanes = leaf_sum(v);
+  Floats lanes = leaf_sum(row, m, out, v, vectors);
   if (v < vectors) {  // more than one leaf (one leaf is its own tree total: the same bits)
     LaneTree tree;
     tree.push(lanes);
-    while (v < vectors) tree.push(leaf_sum(v));
+    while (v < vectors) tree.push(leaf_sum(row, m, out, v, vectors));
     lanes = tree.total();
   }
   float tail = 0.0F;
