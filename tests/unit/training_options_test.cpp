@@ -17,9 +17,11 @@ namespace {
 
 constexpr std::int64_t kBatch = 8;
 
+// Wide enough that the hidden activations ([8, 1024]) pass the kernels' 4096-element grain, so the
+// thread count reaches their parallel loops too, not only the schedule.
 struct Mlp : Module {
-  Linear l1{*this, "l1", 3, 16};
-  Linear l2{*this, "l2", 16, 1};
+  Linear l1{*this, "l1", 3, 1024};
+  Linear l2{*this, "l2", 1024, 1};
 };
 
 Tensor predict(const Mlp& m, const Inputs& in) { return m.l2(m.l1(in.at("x"))); }
@@ -56,6 +58,13 @@ TrainingSpec<Mlp> spec(const Mlp& model, Backend backend, std::int64_t batch = k
           .seed = 9};
 }
 
+// How many kernel loops the interpreter has split over TBB's threads so far.
+std::uint64_t parallel_loops() {
+  for (const LaunchPathCount& path : launch_path_counts())
+    if (path.name() == "interp/parallel_chunks/parallel_for") return path.hits;
+  return 0;
+}
+
 class TrainingOnInterpreter : public ::testing::TestWithParam<Backend> {};
 
 TEST_P(TrainingOnInterpreter, ThreadsAndScheduleStepToTheSameBits) {
@@ -64,6 +73,7 @@ TEST_P(TrainingOnInterpreter, ThreadsAndScheduleStepToTheSameBits) {
     int threads;
   };
   const Mlp model;
+  const std::uint64_t loops_before = parallel_loops();
   std::vector<std::string> results;
   for (const Run run : {Run{InterpSchedule::sequential, 0}, Run{InterpSchedule::parallel, 1},
                         Run{InterpSchedule::parallel, 3}, Run{InterpSchedule::parallel, 0}}) {
@@ -86,6 +96,8 @@ TEST_P(TrainingOnInterpreter, ThreadsAndScheduleStepToTheSameBits) {
     results.push_back(bits + state + "out:" + exact_bits(out.output()));
   }
   for (std::size_t i = 1; i < results.size(); ++i) EXPECT_EQ(results[i], results[0]) << "run " << i;
+  EXPECT_GT(parallel_loops() - loops_before, 0U)
+      << "no kernel split its loop: the model is too small to test the thread count";
 }
 
 TEST(TrainingOptions, NegativeThreadCountIsRefused) {
