@@ -1,10 +1,11 @@
-// SGD on Backend::vulkan: momentum (plain and Nesterov) with weight decay, the momentum buffer
-// resident on the device and written back every step, trained side by side with the f32
-// interpreter for 20 steps (the Adam and AdamW steps are in vk_training_test.cpp).
+// SGD on Backend::vulkan: momentum (plain, and Nesterov with global gradient-norm clipping) with
+// weight decay, the momentum buffer resident on the device and written back every step, trained
+// side by side with the f32 interpreter for 20 steps (Adam and AdamW: vk_training_test.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,14 +42,15 @@ TensorMap batch() {
 TEST_F(VkTest, SgdWithMomentumMatchesTheF32InterpreterFor20Steps) {
   auto ctx = make_context();
   for (const bool nesterov : {false, true}) {
-    SCOPED_TRACE(nesterov ? "nesterov" : "momentum");
+    SCOPED_TRACE(nesterov ? "nesterov, clipped" : "momentum");
     LinReg model;
     const auto make = [&](Backend backend, std::shared_ptr<Context> c) {
       return compile(TrainingSpec<LinReg>{
           .model = model,
           .loss = mse,
           .inputs = {{"x", {{kN, 2}}}, {"y", {{kN, 1}}}},
-          .optimizer = {.kind = SgdConfig{.momentum = 0.9, .nesterov = nesterov, .weight_decay = 0.01}},
+          .optimizer = {.kind = SgdConfig{.momentum = 0.9, .nesterov = nesterov, .weight_decay = 0.01},
+                        .clip_grad_norm = nesterov ? std::optional<double>(0.5) : std::nullopt},
           .lr = 0.05,
           .backend = backend,
           .seed = 7,
@@ -65,7 +67,16 @@ TEST_F(VkTest, SgdWithMomentumMatchesTheF32InterpreterFor20Steps) {
       // ~1e-7 relative per op, carried from step to step through the params and the momentum.
       const double diff = std::abs(a.loss() - b.loss()) / std::max(1.0, std::abs(b.loss()));
       EXPECT_LT(diff, 1e-4) << "step " << step << ": vulkan " << a.loss() << ", interp_f32 " << b.loss();
-      if (step == 1) first_loss = b.loss();
+      if (step == 1) {
+        first_loss = b.loss();
+        double squared = 0;  // the gradients before clipping: above the clip norm, so it acts
+        for (const auto& [name, values] : cpu.download_param_grads()) {
+          for (const float g : values) squared += static_cast<double>(g) * g;
+        }
+        if (nesterov) {
+          EXPECT_GT(std::sqrt(squared), 0.5) << "the first step's gradients are clipped";
+        }
+      }
       last_loss = b.loss();
     }
     EXPECT_LT(last_loss, 0.5 * first_loss) << "the steps train";
