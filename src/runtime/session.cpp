@@ -195,6 +195,14 @@ struct Session::Impl {
                            graph.type(in.value).to_string() + "): set it with set_param() before running");
       }
     }
+    for (const auto& [name, value] : data) {
+      const auto id = graph.find_input(name);
+      const GraphInput* in = id ? graph.input_of_value(*id) : nullptr;
+      if (in && in->kind != InputKind::data && !(value.type == graph.type(in->value))) {
+        throw RuntimeError(std::string(input_kind_name(in->kind)) + " '" + in->name + "' of graph '" + graph.name() +
+                           "': " + detail::type_mismatch(graph.type(in->value), value.type));
+      }
+    }
     validate_inputs(graph, data, [](const GraphInput& in) { return in.kind == InputKind::data; });
     for (const auto& [name, value] : data) {
       const auto id = graph.find_input(name);

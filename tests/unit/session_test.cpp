@@ -182,6 +182,16 @@ TEST(Session, SetParamNamesATransposedValue) {
   EXPECT_NE(rotated.find("expected f32[4,2,3], got f32[3,2,4]"), std::string::npos) << rotated;
   EXPECT_EQ(rotated.find("transposed"), std::string::npos) << rotated;
   EXPECT_EQ(s.unset_params(), (std::vector<std::string>{"m", "t"}));
+  // A param passed to run() with the data is checked the same way, and the run fails as "input".
+  const RunResult run = s.run(
+      {{"m", HostTensor::filled({DType::f32, {3, 2}}, 1.0)}, {"t", HostTensor::filled({DType::f32, {4, 2, 3}}, 1.0)}});
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.failure().kind, "input");
+  EXPECT_NE(run.failure().message.find("param 'm' of graph 'shapes': expected f32[2,3], got f32[3,2]: it looks "
+                                       "transposed"),
+            std::string::npos)
+      << run.failure().message;
+  EXPECT_EQ(s.unset_params(), (std::vector<std::string>{"m", "t"}));
 }
 
 // SessionOptions::interp_threads: refused when negative; 1, 3 and TBB's default step to the same
