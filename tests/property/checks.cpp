@@ -73,19 +73,14 @@ double loss_at(const Graph& g, const TensorMap& inputs) {
 std::optional<std::string> check_f32_matches_f64(const GraphCase& c) {
   const auto oracle = run(c.graph, c.inputs, ComputeType::f64, true);
   const auto fast = run(c.graph, c.inputs, ComputeType::f32);
-  const double scale = std::max(1.0, max_abs(oracle.values));
-  const double tol = graph_tolerance(c.graph) * scale;
-  for (const auto& [name, expected] : oracle.outputs) {
-    const HostTensor& got = fast.outputs.at(name);
-    for (std::size_t i = 0; i < expected.size(); ++i) {
-      const double d = expected.at(i);
-      const double f = got.at(i);
-      const bool ok = is_float(expected.type.dtype) ? std::fabs(f - d) <= tol : f == d;
-      if (!ok) {
-        return "output " + name + "[" + std::to_string(i) + "]: f32 gives " + fmt(f) + ", the f64 oracle " + fmt(d) +
-               " (allowed error " + fmt(tol) + ")";
-      }
-    }
+  // Each output within the bound of its own cone (tolerance.h): the largest error is the one reported.
+  for (const OutputComparison& out : compare_with_oracle(c.graph, fast.outputs, oracle.values, 1.0, 1)) {
+    if (out.ok()) continue;
+    if (out.type_mismatch) return "output " + out.name + ": f32 and f64 runs give different types";
+    const ElementError& e = out.worst.front();
+    return "output " + out.name + "[" + std::to_string(e.index) + "]: f32 gives " + fmt(e.got) + ", the f64 oracle " +
+           fmt(e.expected) + " (allowed error " + fmt(out.tolerance.absolute()) + ", the bound of its cone: scale " +
+           fmt(out.tolerance.scale) + ")";
   }
   return std::nullopt;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common.h"
+#include "optimizer_inputs.h"
 #include "tensorgrad/ir/ops/ids/indexing.h"
 #include "tensorgrad/ir/ops/ids/layout.h"
 #include "tensorgrad/ir/ops/ids/losses.h"
