@@ -5,6 +5,7 @@
 #include <optional>
 #include <sstream>
 
+#include "support/adversarial_values.h"
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/ir/ops/ids/indexing.h"
 #include "tensorgrad/ir/ops/ids/softmax.h"
@@ -35,6 +36,17 @@ bool well_behaved(const HostTensor& t) {
                      [](double v) { return std::isfinite(v) && std::fabs(v) <= kMaxMagnitude; });
 }
 
+// Every declared size threshold above 1: where kernels split work (adversarial placement's positions).
+const std::vector<std::int64_t>& split_sizes() {
+  static const std::vector<std::int64_t> sizes = [] {
+    std::vector<std::int64_t> out;
+    for (const SizeThresholdInfo& t : size_thresholds())
+      if (t.value > 1 && (out.empty() || out.back() != t.value)) out.push_back(t.value);
+    return out;
+  }();
+  return sizes;
+}
+
 // Draws fresh values for the inputs not taken from the pool. Tie-sensitive ("spaced") inputs of one op
 // are drawn as one sequence and split, so no element of one ties with an element of another.
 std::vector<std::vector<double>> draw_fresh(const OpSample& sample, const std::vector<bool>& fresh, SampleRng& rng) {
@@ -61,6 +73,8 @@ std::vector<std::vector<double>> draw_fresh(const OpSample& sample, const std::v
     } else {
       values[i] = sample.domains[i].draw(rng, static_cast<std::int64_t>(count));
     }
+    // A share of float inputs get their extremes moved to split positions (support/adversarial_values.h).
+    if (is_float(sample.inputs[i].dtype)) place_extremes_at_splits(values[i], sample.inputs[i].shape, split_sizes());
     for (double& v : values[i]) v = round_to_dtype(v, sample.inputs[i].dtype);
   }
   return values;
