@@ -1,6 +1,6 @@
 #include "optimizer_inputs.h"
 
-#include <cmath>
+#include <algorithm>
 #include <string_view>
 
 #include "tensorgrad/passes/optimizer.h"
@@ -10,7 +10,8 @@ namespace tg::cli {
 namespace {
 
 constexpr double kLearningRate = 1e-3;
-constexpr std::string_view kSecondMomentSuffix = ".adam.v";
+// The state append_optimizer adds per param (Adam/AdamW moments, SGD momentum).
+constexpr std::string_view kStateSuffixes[] = {".adam.m", ".adam.v", ".sgd.momentum"};
 
 // The optimizer whose scalar inputs `graph` takes, with the defaults of its config.
 OptimizerConfig optimizer_of(const Graph& graph) {
@@ -33,8 +34,10 @@ OptimizerConfig optimizer_of(const Graph& graph) {
 void adjust_optimizer_input(const Graph& graph, const GraphInput& input, std::vector<float>& values) {
   if (graph.type(input.value).dtype != DType::f32) return;
   const std::string_view name = input.name;
-  if (input.kind == InputKind::state && name.ends_with(kSecondMomentSuffix)) {
-    for (float& v : values) v = std::fabs(v);
+  if (input.kind == InputKind::state) {
+    for (std::string_view suffix : kStateSuffixes) {
+      if (name.ends_with(suffix)) std::fill(values.begin(), values.end(), 0.0f);
+    }
     return;
   }
   if (input.kind != InputKind::data || values.size() != 1 || !name.starts_with("optim.")) return;
