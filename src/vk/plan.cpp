@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <utility>
 
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/ir/ops/op_def.h"
@@ -273,10 +274,15 @@ BufferPlan plan_buffers(const Graph& graph, const PlanLimits& limits, const Plan
     const auto step = static_cast<std::int64_t>(n) + 1;
     if (slot.bytes > 0) items.push_back({&slot, slot.bytes + slot.guard_bytes, step, guard > 0 ? kForever : step + 1});
   }
-  // Both placements, and the smaller (first fit in step order on a tie).
-  const Placement in_order = first_fit_in_order(items, alignment, plan.block_cap);
-  const Placement by_size = greedy_by_size(items, alignment, plan.block_cap);
-  const Placement& chosen = by_size.total < in_order.total ? by_size : in_order;
+  // Both placements, and the smaller (first fit in step order on a tie), unless one is asked for.
+  Placement chosen;
+  if (options.strategy != PlacementStrategy::greedy_by_size)
+    chosen = first_fit_in_order(items, alignment, plan.block_cap);
+  if (options.strategy != PlacementStrategy::first_fit_in_order) {
+    Placement by_size = greedy_by_size(items, alignment, plan.block_cap);
+    if (options.strategy == PlacementStrategy::greedy_by_size || by_size.total < chosen.total)
+      chosen = std::move(by_size);
+  }
   for (std::size_t i = 0; i < items.size(); ++i) {
     items[i].slot->block = chosen.at[i].first;
     items[i].slot->offset = chosen.at[i].second;

@@ -31,6 +31,14 @@ struct PlanLimits {
   std::string device;                // for error messages
 };
 
+// Which placement plan_buffers returns. Both are computed by default and the smaller kept; tests ask
+// for each alone, so a placement that is never kept is checked too (vk_placement_property_test.cpp).
+enum class PlacementStrategy {
+  smaller_of_both,     // first fit in step order, or greedy by size when that needs fewer bytes
+  first_fit_in_order,  // online, in step order: dead ranges released, each new one in the first gap
+  greedy_by_size,      // offline, largest first: each at the first gap clear of ranges alive with it
+};
+
 struct PlanOptions {
   // Rounded up to a multiple of 4. Nonzero also turns memory reuse off (a debug mode, like a
   // quarantine): every guard keeps its sentinel for the whole run, so all of them can be checked.
@@ -51,6 +59,7 @@ struct PlanOptions {
   // data). Neither may be a graph input or output. The group's range lives from its first member's
   // start to its last member's end.
   std::vector<std::pair<ValueId, ValueId>> aliases;
+  PlacementStrategy strategy = PlacementStrategy::smaller_of_both;
 };
 
 inline constexpr std::uint32_t k_guard_word = 0xDEADBEEFu;

@@ -3,6 +3,7 @@
 #include "vk/program_plan.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/ir/ops/ids/layout.h"
@@ -165,6 +166,8 @@ ProgramPlan plan_program(const Graph& graph, const DeviceInfo& info, const Progr
   limits.heap = "memory heap " + std::to_string(info.device_heap_index);
   limits.device = info.summary();
   p.plan = plan_buffers(graph, limits, plan_options);
+  p.limits = std::move(limits);
+  p.plan_options = std::move(plan_options);
   p.stats.device_bytes = p.plan.total_bytes;
   p.stats.unshared_bytes = p.plan.naive_bytes;
   p.stats.block_bytes = p.plan.blocks;

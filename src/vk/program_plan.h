@@ -20,6 +20,10 @@ namespace tg::vk {
 struct ProgramPlan {
   std::vector<KernelLaunch> launches;  // one per node, in node order
   BufferPlan plan;
+  // What plan_buffers was given, so a test can plan the same ranges again with another
+  // PlacementStrategy and check each placement against the device's limits.
+  PlanLimits limits;
+  PlanOptions plan_options;
   ProgramStats stats;                                   // constants, aliases, absorbed transposes and the memory fields
   std::vector<bool> resident;                           // per graph input
   std::vector<bool> constants;                          // per node: computed once when the program is built

@@ -112,7 +112,8 @@ namespace {
 
 std::string describe_options(const ProgramOptions& o) {
   return "guard_bytes " + std::to_string(o.guard_bytes) + ", max_workgroups " + std::to_string(o.max_workgroups) +
-         ", fuse_elementwise " + (o.fuse_elementwise ? "on" : "off");
+         ", max_block_bytes " + std::to_string(o.max_block_bytes) + ", fuse_elementwise " +
+         (o.fuse_elementwise ? "on" : "off");
 }
 
 }  // namespace
@@ -224,10 +225,12 @@ void check_batch_or_fail(const std::shared_ptr<Context>& ctx, std::span<const Gr
   RC_FAIL(*why + "\n(" + describe_options(options) + ")" + tg::testing::describe(members.front()));
 }
 
-ProgramOptions gen_program_options(int small_grid_one_in) {
+ProgramOptions gen_program_options(int small_grid_one_in, int small_blocks_one_in) {
   ProgramOptions options;
   options.guard_bytes = one_in(2) ? 64 : 0;
   if (one_in(small_grid_one_in)) options.max_workgroups = *rc::gen::resize(100, rc::gen::inRange<std::uint32_t>(1, 4));
+  if (small_blocks_one_in > 0 && one_in(small_blocks_one_in))
+    options.max_block_bytes = std::uint64_t{256} << (2 * *rc::gen::resize(100, rc::gen::inRange(0, 4)));
   return options;
 }
 
@@ -235,6 +238,7 @@ std::ostream& operator<<(std::ostream& os, const GraphCount& count) {
   os << "checked " << count.graphs << " graphs in " << count.batches << " batches (" << count.fused_graphs
      << " with elementwise fusion, " << count.boundary_graphs << " drawn with boundary sizes, "
      << count.small_grid_graphs << " under a 1-3 workgroup cap";
+  if (count.multi_block_graphs > 0) os << ", " << count.multi_block_graphs << " in plans of several blocks";
   if (count.left_out > 0) os << "; " << count.left_out << " left out above the size bound";
   return os << ")";
 }

@@ -68,9 +68,11 @@ void check_batch_or_fail(const std::shared_ptr<Context>& ctx, std::span<const tg
 bool one_in(int n);
 
 // Program options a case draws: guards for half the cases (the other Program of each case gets the
-// other setting), and for one in `small_grid_one_in` a cap of 1-3 workgroups per dispatch, so every
-// shader's grid-stride loop runs at small sizes (ProgramOptions::max_workgroups).
-ProgramOptions gen_program_options(int small_grid_one_in);
+// other setting), for one in `small_grid_one_in` a cap of 1-3 workgroups per dispatch, so every
+// shader's grid-stride loop runs at small sizes (ProgramOptions::max_workgroups), and for one in
+// `small_blocks_one_in` (0: never) a block cap of 256 B to 16 KiB (ProgramOptions::max_block_bytes),
+// so the plan, bindings, barriers and staging run spread over many device allocations.
+ProgramOptions gen_program_options(int small_grid_one_in, int small_blocks_one_in = 0);
 
 // Counts the graphs a property checked, for the line it prints at the end.
 struct GraphCount {
@@ -79,7 +81,8 @@ struct GraphCount {
   std::size_t fused_graphs = 0;
   std::size_t boundary_graphs = 0;
   std::size_t small_grid_graphs = 0;
-  std::size_t left_out = 0;  // drawn but above a size bound the property sets
+  std::size_t multi_block_graphs = 0;  // in a Program whose plan has several blocks
+  std::size_t left_out = 0;            // drawn but above a size bound the property sets
 };
 std::ostream& operator<<(std::ostream& os, const GraphCount& count);
 

@@ -58,13 +58,16 @@ std::vector<OpId> vulkan_ops() {
 // Per CI run (TG_PROPERTY_SCALE multiplies the batches): kBatches cases of kBatch graphs, one case in
 // kFusedOneIn with elementwise fusion (forward graphs have few fusable runs, so a fused batch costs
 // only a few fused compiles). Graphs of up to kMaxSteps steps; one in kBoundaryOneIn with boundary
-// sizes, one case in kSmallGridOneIn under a 1-3 workgroup cap.
+// sizes, one case in kSmallGridOneIn under a 1-3 workgroup cap, one in kSmallBlocksOneIn under a
+// block cap of 256 B to 16 KiB (plans of many blocks: bindings at offsets in several allocations,
+// barriers between blocks, staging split under the cap).
 constexpr int kBatches = 100;
 constexpr std::size_t kBatch = 16;
 constexpr int kFusedOneIn = 4;
 constexpr int kMaxSteps = 8;
 constexpr int kBoundaryOneIn = 3;
 constexpr int kSmallGridOneIn = 3;
+constexpr int kSmallBlocksOneIn = 3;
 
 TEST_F(VkTest, RandomGraphsMatchTheF64OracleAndRepeatBitForBit) {
   // Fused pipelines are new in almost every graph and take ~3 MiB each on lavapipe: a smaller
@@ -75,7 +78,7 @@ TEST_F(VkTest, RandomGraphsMatchTheF64OracleAndRepeatBitForBit) {
   GraphCount count;
   tg::testing::check_property(
       [&] {
-        ProgramOptions options = gen_program_options(kSmallGridOneIn);
+        ProgramOptions options = gen_program_options(kSmallGridOneIn, kSmallBlocksOneIn);
         options.fuse_elementwise = one_in(kFusedOneIn);
         const auto draws = *gen_batch(kBatch, gen_member(ops.size(), kMaxSteps, kBoundaryOneIn));
         std::vector<tg::testing::GraphCase> members;
@@ -88,6 +91,8 @@ TEST_F(VkTest, RandomGraphsMatchTheF64OracleAndRepeatBitForBit) {
         }
         RC_PRE(!members.empty());
         check_batch_or_fail(ctx, members, options);
+        if (plan_memory(testing::union_of(members).graph, ctx->info(), options).block_bytes.size() > 1)
+          count.multi_block_graphs += members.size();
         count.graphs += members.size();
         ++count.batches;
         count.fused_graphs += options.fuse_elementwise ? members.size() : 0;
@@ -95,6 +100,7 @@ TEST_F(VkTest, RandomGraphsMatchTheF64OracleAndRepeatBitForBit) {
         count.small_grid_graphs += options.max_workgroups > 0 ? members.size() : 0;
       },
       kBatches);
+  EXPECT_GT(count.multi_block_graphs, 0u) << "no batch ran a plan of several blocks";
   std::cout << count << "; pipelines: " << ctx->pipeline_stats().created << " compiled, "
             << ctx->pipeline_stats().reused << " reused\n";
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
