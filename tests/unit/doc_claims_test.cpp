@@ -138,5 +138,20 @@ TEST(DocClaims, Conv2dHasNoGroupsOrDilation) {
   }
 }
 
+// docs/ops.md: there is no i32 arithmetic at all (so no floor or truncating division and no
+// remainder): the arithmetic ops refuse i32 operands at trace time rather than compute in f32.
+TEST(DocClaims, ArithmeticRefusesI32Operands) {
+  GraphBuilder b("ints");
+  TracingScope scope(b);
+  const Tensor i = b.input("i", {DType::i32, {2, 3}});
+  const Tensor j = b.input("j", {DType::i32, {2, 3}});
+  EXPECT_THROW(add(i, j), ShapeError);
+  EXPECT_THROW(sub(i, j), ShapeError);
+  EXPECT_THROW(mul(i, j), ShapeError);
+  EXPECT_THROW(div(i, j), ShapeError);
+  EXPECT_THROW(minimum(i, j), ShapeError);
+  EXPECT_THROW(maximum(i, j), ShapeError);
+}
+
 }  // namespace
 }  // namespace tg
