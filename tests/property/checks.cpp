@@ -168,6 +168,22 @@ std::optional<std::string> check_directional_gradient(const GraphCase& c, std::u
   return std::nullopt;
 }
 
+GraphCost directional_gradient_cost(const GraphCase& c, std::uint64_t seed) {
+  SampleRng rng(seed);  // the same draws as check_directional_gradient: the same graphs
+  Graph with_loss;
+  TensorMap inputs = c.inputs;
+  GraphCost cost = graph_cost(c.graph);
+  if (!add_projected_loss(c, rng, with_loss, inputs)) return cost;
+  const auto wrt = differentiable_inputs(c);
+  if (wrt.empty()) return cost;
+  cost = graph_cost(with_loss);
+  cost += graph_cost(differentiate(with_loss, {.loss = "loss", .wrt = wrt}));
+  std::int64_t input_bytes = 0;
+  for (const auto& [name, t] : inputs) input_bytes += static_cast<std::int64_t>(t.size()) * 8;
+  cost += GraphCost{.value_bytes = 2 * input_bytes, .work = 0};  // the plus and minus copies
+  return cost;
+}
+
 std::optional<GraphCase> projected_gradient_case(const GraphCase& c, std::uint64_t seed) {
   SampleRng rng(seed);
   Graph with_loss;

@@ -1,6 +1,7 @@
 #pragma once
 // Numerical checks shared by the property suites: f32 vs f64 comparison under a tolerance class,
 // bit-identity across thread counts, and autodiff vs central finite differences.
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -16,6 +17,18 @@ std::optional<std::string> check_coverage(const GraphCase& c);
 std::optional<std::string> check_round_trip(const GraphCase& c);
 // Directional derivative of loss = sum_k <out_k, w_k> along a random direction, vs central differences.
 std::optional<std::string> check_directional_gradient(const GraphCase& c, std::uint64_t seed);
+// What check_directional_gradient(c, seed) may hold and compute at most on the f64 oracle: the cost
+// (graph_cost) of the graph with the projected loss, of its gradient graph and of the inputs'
+// perturbed copies, summed. Built without running anything, so a case can be refused before it runs.
+GraphCost directional_gradient_cost(const GraphCase& c, std::uint64_t seed);
+// The memory bound of one property case (docs/testing.md, "Memory bound"): a case whose graphs
+// could hold more than kMaxCaseBytes of oracle values, or take more than kMaxCaseWork element steps,
+// is skipped (and tagged) before it runs.
+inline constexpr std::int64_t kMaxCaseBytes = std::int64_t{1} << 29;  // 512 MiB
+inline constexpr std::int64_t kMaxCaseWork = std::int64_t{1} << 28;
+inline bool within_memory_bound(const GraphCost& cost) {
+  return cost.value_bytes <= kMaxCaseBytes && cost.work <= kMaxCaseWork;
+}
 // `c` with the loss sum_k sum(out_k * proj.k) over its f32 outputs appended (proj.k data inputs
 // with f32-rounded values in [-1, 1] drawn from `seed`) and differentiated against every f32 input
 // of `c` (frozen ones too): one graph computing the outputs, the loss and grad.<input>. nullopt when

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <sstream>
 
@@ -103,6 +104,15 @@ std::optional<HostTensor> evaluate_one(OpId op, const OpSample& sample, const st
   return result;
 }
 
+// An op with a reduction_length costs that much per output element (matmul, conv2d, pooling,
+// the losses), except the softmax family, whose row length is shared by the row's outputs.
+std::int64_t work_per_element(OpId op, const Attrs& attrs, std::span<const TensorType> inputs) {
+  const OpDef& def = op_def(op);
+  const bool shared_rows = op == op::Softmax || op == op::LogSoftmax || op == op::SoftmaxCausal;
+  const std::int64_t length = def.reduction_length && !shared_rows ? def.reduction_length(attrs, inputs) : 1;
+  return std::max<std::int64_t>(length, 1);
+}
+
 // Whether a step's tensors and work stay within `options` (always true for the default profile,
 // whose samples are capped at 512 elements by the samples themselves).
 bool within_bounds(OpId op, const OpSample& sample, const GenOptions& options, std::int64_t graph_elements) {
@@ -119,13 +129,9 @@ bool within_bounds(OpId op, const OpSample& sample, const GenOptions& options, s
     if (t.size() > options.size.max_elements) return false;
     total += t.size();
   }
-  // An op with a reduction_length costs that much per output element (matmul, conv2d, pooling,
-  // the losses), except the softmax family, whose row length is shared by the row's outputs.
-  const OpDef& def = op_def(op);
-  const bool shared_rows = op == op::Softmax || op == op::LogSoftmax || op == op::SoftmaxCausal;
-  const std::int64_t length =
-      def.reduction_length && !shared_rows ? def.reduction_length(sample.attrs, sample.inputs) : 1;
-  if (std::max(total, out.size() * std::max<std::int64_t>(length, 1)) > options.max_step_work) return false;
+  if (std::max(total, out.size() * work_per_element(op, sample.attrs, sample.inputs)) > options.max_step_work) {
+    return false;
+  }
   return graph_elements + total <= options.max_graph_elements;
 }
 
@@ -243,6 +249,36 @@ GenOptions boundary_options() {
   GenOptions options;
   options.size.boundary = true;
   return options;
+}
+
+namespace {
+std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+  std::int64_t out = 0;
+  return __builtin_add_overflow(a, b, &out) ? std::numeric_limits<std::int64_t>::max() : out;
+}
+std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t out = 0;
+  return __builtin_mul_overflow(a, b, &out) ? std::numeric_limits<std::int64_t>::max() : out;
+}
+}  // namespace
+
+GraphCost& GraphCost::operator+=(const GraphCost& other) {
+  value_bytes = saturating_add(value_bytes, other.value_bytes);
+  work = saturating_add(work, other.work);
+  return *this;
+}
+
+GraphCost graph_cost(const Graph& g) {
+  GraphCost cost;
+  for (const ValueInfo& v : g.values())
+    cost.value_bytes = saturating_add(cost.value_bytes, saturating_mul(v.type.size(), 8));
+  for (const Node& node : g.nodes()) {
+    std::vector<TensorType> inputs;
+    for (ValueId in : node.inputs) inputs.push_back(g.type(in));
+    cost.work = saturating_add(
+        cost.work, saturating_mul(g.type(node.output).size(), work_per_element(node.op, node.attrs, inputs)));
+  }
+  return cost;
 }
 
 GraphCase build_graph(const std::vector<Step>& steps, std::span<const OpId> ops, const GenOptions& options) {

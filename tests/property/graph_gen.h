@@ -44,6 +44,18 @@ struct GenOptions {
 // The boundary profile the property suites draw a share of their graphs with.
 GenOptions boundary_options();
 
+// What running a graph on the f64 oracle costs at most: `value_bytes` holds every value at once at
+// 8 bytes an element (the oracle's wide storage; it frees dead values, so this bounds its peak),
+// `work` sums every node's output elements times its op's reduction length (as max_step_work
+// counts a step). Both saturate at INT64_MAX. The property suites check a case's derived graphs
+// (its gradient graph, the graph with its loss) against a budget with this before running them.
+struct GraphCost {
+  std::int64_t value_bytes = 0;
+  std::int64_t work = 0;
+  GraphCost& operator+=(const GraphCost& other);
+};
+GraphCost graph_cost(const Graph& g);
+
 // Every op that has a sample generator.
 std::vector<OpId> sampled_ops();
 GraphCase build_graph(const std::vector<Step>& steps, std::span<const OpId> ops, const GenOptions& options = {});

@@ -3,7 +3,12 @@
 // element bounds of boundary_options(). A failure prints the shrunk graph in the text format with
 // its input values.
 #include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <optional>
 #include <set>
+#include <string>
+#include <utility>
 
 #include "checks.h"
 #include "graph_gen.h"
@@ -39,6 +44,39 @@ GraphCase generate_for_finite_differences(bool boundary = false) {
     return all;
   }();
   return generate(ops, boundary);
+}
+
+// The tag of a finite-difference case skipped before it runs: its graphs are over the memory bound
+// (checks.h, docs/testing.md "Memory bound"). The distribution RapidCheck prints counts them.
+const char* const kOverTheBound = "skipped: over the memory bound";
+
+// AddressSanitizer keeps freed memory in quarantine and ThreadSanitizer adds shadow memory: the
+// resident set then says nothing about what a case holds.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kUnderSanitizer = true;
+#else
+constexpr bool kUnderSanitizer = false;
+#endif
+
+// A field of /proc/self/status in bytes ("VmRSS", "VmHWM"), -1 when it cannot be read.
+std::int64_t status_bytes(const std::string& field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1)) * 1024;  // in kB
+  }
+  return -1;
+}
+
+// Starts a fresh peak-RSS measurement: resets the kernel's high-water mark (Linux 4.0+) and returns
+// the resident set now, or -1 where the mark cannot be reset (the check is then not made).
+std::int64_t start_peak_rss() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  clear.flush();
+  if (!clear) return -1;
+  const std::int64_t now = status_bytes("VmRSS");
+  return status_bytes("VmHWM") <= now + (std::int64_t{1} << 20) ? now : -1;
 }
 
 // The largest value of a graph, for the distribution RapidCheck prints: how large the boundary
@@ -87,6 +125,10 @@ TG_PROPERTY(RandomGraph, SameBitsWithOneThreadAndAllThreads, 1920, ()) {
 
 TG_PROPERTY(RandomGraph, AutodiffMatchesFiniteDifferences, 4800, (std::uint64_t seed)) {
   const GraphCase c = generate_for_finite_differences();
+  if (!within_memory_bound(directional_gradient_cost(c, seed))) {
+    RC_TAG(kOverTheBound);
+    return;
+  }
   fail_with(check_directional_gradient(c, seed), c);
 }
 
@@ -110,7 +152,58 @@ TG_PROPERTY(RandomGraph, SameBitsWithOneThreadAndAllThreadsAtBoundarySizes, 600,
 TG_PROPERTY(RandomGraph, AutodiffMatchesFiniteDifferencesAtBoundarySizes, 1500, (std::uint64_t seed)) {
   const GraphCase c = generate_for_finite_differences(true);
   RC_TAG(size_tag(c));
+  if (!within_memory_bound(directional_gradient_cost(c, seed))) {
+    RC_TAG(kOverTheBound);
+    return;
+  }
   fail_with(check_directional_gradient(c, seed), c);
+}
+
+// Guards the memory bound (docs/testing.md, "Memory bound"): boundary-sized finite-difference cases
+// are drawn and differentiated, not run, and their costs collected. At most 2% may be over the
+// bound, or the property above would quietly check fewer graphs than its count says. The largest
+// case within the bound is then run: it must pass, and the process's peak RSS must grow by less
+// than the case's cost (the cost is an upper bound of what a case holds).
+TEST(RandomGraph, BoundaryGradientCasesStayWithinTheMemoryBound) {
+  int drawn = 0, over = 0;
+  GraphCost largest_drawn, largest_cost;
+  std::optional<std::pair<GraphCase, std::uint64_t>> largest;
+  check_property(
+      [&](std::uint64_t seed) {
+        const GraphCase c = generate_for_finite_differences(true);
+        const GraphCost cost = directional_gradient_cost(c, seed);
+        ++drawn;
+        largest_drawn.value_bytes = std::max(largest_drawn.value_bytes, cost.value_bytes);
+        largest_drawn.work = std::max(largest_drawn.work, cost.work);
+        if (!within_memory_bound(cost)) {
+          ++over;
+          return;
+        }
+        if (!largest || cost.value_bytes > largest_cost.value_bytes) {
+          largest_cost = cost;
+          largest.emplace(c, seed);
+        }
+      },
+      1500);
+  std::cout << over << " of " << drawn << " cases over the bound (largest drawn: " << largest_drawn.value_bytes
+            << " bytes, work " << largest_drawn.work << "); largest within it: " << largest_cost.value_bytes
+            << " bytes, work " << largest_cost.work << "\n";
+  EXPECT_LE(over * 50, drawn) << over << " of " << drawn << " boundary gradient cases are over the memory bound";
+  ASSERT_TRUE(largest.has_value());
+  const std::int64_t before = start_peak_rss();
+  const auto problem = check_directional_gradient(largest->first, largest->second);
+  const std::int64_t peak = status_bytes("VmHWM");
+  EXPECT_FALSE(problem.has_value()) << *problem << describe(largest->first);
+  if (before < 0 || kUnderSanitizer) {
+    std::cout << "the largest case ran; its peak RSS was not measured (the high-water mark cannot be reset, "
+                 "or a sanitizer's quarantine and shadow memory would count)\n";
+    return;
+  }
+  std::cout << "the largest case ran: resident set " << before << " bytes before, peak " << peak << " bytes\n";
+  // A quarter over the price for the allocator's and the kernels' own buffers; a cost model that
+  // misses the derived graphs, or counts elements instead of bytes, is far past it.
+  EXPECT_LT(peak - before, largest_cost.value_bytes + largest_cost.value_bytes / 4)
+      << "the case took more than its price";
 }
 
 TG_PROPERTY(RandomGraph, AutodiffGraphVerifiesAndRoundTrips, 1920, ()) {
