@@ -112,6 +112,9 @@ TEST_F(VkAdversarial, SoftmaxAtEveryLaneEdge) {
     sweep(at, [&](Pattern p, std::int64_t pos) { return softmax_case({2, n}, 1, p, pos); });
     sweep(at, [&](Pattern p, std::int64_t pos) { return softmax_case({n, 3}, 0, p, pos); });
   }
+  // A row past 8192 terms split into chunk maxima, chunk sums and outputs (softmax_split.comp).
+  const std::int64_t n = kChunkLength + 1;
+  sweep(split_positions(n, kRowSplits), [&](Pattern p, std::int64_t pos) { return softmax_case({1, n}, 1, p, pos); });
   expect_all_passed();
 }
 
