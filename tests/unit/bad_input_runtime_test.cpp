@@ -194,9 +194,9 @@ std::vector<BadInputCase> run_input_cases() {
               [](TensorMap& d) {
                 d.emplace("w", f32({2, 3}, std::vector<double>(6, 1)));
               },
-              "input", {"input 'w' expects f32[3,2], got f32[2,3]"}),
+              "input", {"param 'w' of graph 'net': expected f32[3,2], got f32[2,3]", "looks transposed"}),
       bad_run("state_of_the_wrong_dtype", [](TensorMap& d) { d.emplace("steps", HostTensor::i32({}, {3})); }, "input",
-              {"input 'steps' expects f32[], got i32[]"}),
+              {"state 'steps' of graph 'net': expected f32[], got i32[]"}),
       bad_run(
           "unset_param", [](TensorMap&) {}, "input",
           {"missing param 'w' (f32[3,2]): set it with set_param() before running"}, Backend::interp_f32, false),
@@ -245,19 +245,19 @@ std::vector<BadInputCase> param_cases() {
                                      [](Session& s) {
                                        s.set_param("w", f32({2, 3}, std::vector<double>(6, 1)));
                                      },
-                                     {"input 'w' expects f32[3,2], got f32[2,3]"}),
+                                     {"param 'w' of graph 'net': expected f32[3,2], got f32[2,3]", "looks transposed"}),
       bad_session_call<RuntimeError>("set_param_wrong_dtype",
                                      [](Session& s) {
                                        s.set_param("w", HostTensor::i32({3, 2}, {1, 2, 3, 4, 5, 6}));
                                      },
-                                     {"input 'w' expects f32[3,2], got i32[3,2]"}),
+                                     {"param 'w' of graph 'net': expected f32[3,2], got i32[3,2]"}),
       bad_session_call<RuntimeError>("set_param_wrong_count",
                                      [](Session& s) {
                                        s.set_param("w", wide({DType::f32, {2}}, {1, 2}));
                                      },
-                                     {"input 'w' expects f32[3,2], got f32[2]"}),
+                                     {"param 'w' of graph 'net': expected f32[3,2], got f32[2]"}),
       bad_session_call<RuntimeError>("set_state_wrong_rank", [](Session& s) { s.set_param("steps", f32({1}, {1})); },
-                                     {"input 'steps' expects f32[], got f32[1]"}),
+                                     {"state 'steps' of graph 'net': expected f32[], got f32[1]"}),
       bad_session_call<RuntimeError>("set_param_nan",
                                      [](Session& s) {
                                        s.set_param("w", f32({3, 2}, {0.1, 0.2, std::nan(""), 0.4, 0.5, 0.6}));

@@ -190,7 +190,7 @@ std::vector<BadInputCase> device_state_cases() {
              return VkSession().with([](Session& s) { s.set_param("w", HostTensor::of({DType::f32, {2}}, {1, 2})); });
            },
        .expected = throws<RuntimeError>(),
-       .fragments = {"input 'w' expects f32[3,2], got f32[2]"}},
+       .fragments = {"param 'w' of graph 'vk_net': expected f32[3,2], got f32[2]"}},
       {.name = "session_nan_loss",
        .setup =
            [] {
