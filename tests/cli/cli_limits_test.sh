@@ -12,25 +12,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/tg-cli-limits.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 failures=0
 
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-# expect_rc CODE CMD...: runs CMD, keeps its stdout+stderr in $work/out, fails unless it exits CODE.
-expect_rc() {
-  local want=$1
-  shift
-  "$@" >"$work/out" 2>&1
-  local rc=$?
-  if [[ $rc != "$want" ]]; then
-    fail "exit $rc (expected $want): $*"
-    sed 's/^/    /' "$work/out" >&2
-  fi
-}
-# expect_text STRING: the last command's output holds STRING (fixed text, not a regex).
-expect_text() {
-  grep -Fq -- "$1" "$work/out" || { fail "output lacks '$1':"; sed 's/^/    /' "$work/out" >&2; }
-}
+source "$(dirname "$0")/expect.sh"
 
 cat >"$work/tiny.graph" <<'GRAPH'
 graph tiny(%x: f32[2,3], param %w: f32[3,4], %idx: i32[5], %table: f32[6,2]) {
@@ -49,12 +31,12 @@ case $mode in
     # --seed: an integer in [0, 2^64 - 1], nothing wrapped or saturated.
     for bad in -1 18446744073709551616 100000000000000000000000 1e3 0x10 1.5 abc ""; do
       expect_rc 2 "${run[@]}" --seed "$bad"
-      expect_text "--seed: '$bad'"
+      expect_fixed "--seed: '$bad'"
     done
     expect_rc 2 "${run[@]}" --seed -1
-    expect_text "is not a decimal integer in [0, 18446744073709551615]"
+    expect_fixed "is not a decimal integer in [0, 18446744073709551615]"
     expect_rc 2 "${run[@]}" --seed 18446744073709551616
-    expect_text "is out of the range [0, 18446744073709551615]"
+    expect_fixed "is out of the range [0, 18446744073709551615]"
     # The largest seed works, and a leading zero is decimal: 010 draws what 10 draws.
     expect_rc 0 "${run[@]}" --seed 18446744073709551615
     "${run[@]}" --seed 010 >"$work/seed010" 2>&1 || fail "--seed 010 refused"
@@ -66,40 +48,40 @@ case $mode in
     # --tolerance-scale: finite and >= 0 (0 stays: it demands exact agreement).
     for bad in nan NaN inf -inf 1e400 -1 -0.5 0x1p3; do
       expect_rc 2 "$tg" check "$graph" --backend interp_f32 -q --tolerance-scale "$bad"
-      expect_text "--tolerance-scale: '$bad'"
+      expect_fixed "--tolerance-scale: '$bad'"
     done
     expect_rc 2 "$tg" check "$graph" --backend interp_f32 -q --tolerance-scale nan
-    expect_text "is not a finite number"
+    expect_fixed "is not a finite number"
     expect_rc 2 "$tg" check "$graph" --backend interp_f32 -q --tolerance-scale -1
-    expect_text "is negative: a value >= 0 is needed"
+    expect_fixed "is negative: a value >= 0 is needed"
     expect_rc 0 "$tg" check "$graph" --backend interp_f32 -q --tolerance-scale 1.5
 
     # --f32-range: both bounds finite as floats, LO <= HI.
     expect_rc 2 "${run[@]}" --f32-range -1e39 1e39
-    expect_text "is not finite as a float"
+    expect_fixed "is not finite as a float"
     expect_rc 2 "${run[@]}" --f32-range 0 3.5e38
-    expect_text "--f32-range: '3.5e+38' is not finite as a float"
+    expect_fixed "--f32-range: '3.5e+38' is not finite as a float"
     expect_rc 2 "${run[@]}" --f32-range nan 1
-    expect_text "--f32-range: 'nan' is not a finite number"
+    expect_fixed "--f32-range: 'nan' is not a finite number"
     expect_rc 2 "${run[@]}" --f32-range 3 1
-    expect_text "--f32-range: need LO <= HI"
+    expect_fixed "--f32-range: need LO <= HI"
     expect_rc 0 "${run[@]}" --f32-range -3.4028234e38 3.4028234e38
     expect_rc 0 "${run[@]}" --f32-range 1 1
 
     # The integer flags of every subcommand: decimal, in range, with their sign rule.
     expect_rc 2 "${run[@]}" --show -1
-    expect_text "--show: '-1' is negative"
+    expect_fixed "--show: '-1' is negative"
     expect_rc 2 "${run[@]}" --show 0x5
-    expect_text "--show: '0x5' is not a decimal integer"
+    expect_fixed "--show: '0x5' is not a decimal integer"
     expect_rc 2 "$tg" check "$graph" --backend interp_f32 -q --worst 99999999999
-    expect_text "--worst"
-    expect_text "99999999999"
+    expect_fixed "--worst"
+    expect_fixed "99999999999"
     expect_rc 2 "$tg" bench "$graph" --backend interp_f32 -q --repetitions 0
-    expect_text "--repetitions: '0' is not positive"
+    expect_fixed "--repetitions: '0' is not positive"
     expect_rc 2 "$tg" bench "$graph" --backend interp_f32 -q --repetitions 2147483648
-    expect_text "--repetitions"
+    expect_fixed "--repetitions"
     expect_rc 2 "$tg" bench "$graph" --backend interp_f32 -q --warmup 1.5
-    expect_text "--warmup: '1.5' is not a decimal integer"
+    expect_fixed "--warmup: '1.5' is not a decimal integer"
     expect_rc 0 "$tg" bench "$graph" --backend interp_f32 -q --repetitions 1 --warmup 0 --json "$work/b.json"
     ;;
 
@@ -112,22 +94,22 @@ case $mode in
     ln -s loop_b loop_a
     ln -s loop_a loop_b
     expect_rc 3 "${run[@]}" --out fifo
-    expect_text "--out: safetensors file 'fifo': cannot save: it is a FIFO (named pipe), not a regular file"
+    expect_fixed "--out: safetensors file 'fifo': cannot save: it is a FIFO (named pipe), not a regular file"
     [[ -p fifo ]] || fail "--out replaced the FIFO"
     expect_rc 3 "${run[@]}" --out dir
-    expect_text "it is a directory, not a regular file"
+    expect_fixed "it is a directory, not a regular file"
     [[ -d dir ]] || fail "--out replaced the directory"
     expect_rc 3 "${run[@]}" --out dangling
-    expect_text "a symbolic link to 'nowhere.safetensors', which cannot be followed"
+    expect_fixed "a symbolic link to 'nowhere.safetensors', which cannot be followed"
     [[ -e nowhere.safetensors ]] && fail "--out created the dangling link's target"
     expect_rc 3 "${run[@]}" --out to_fifo
-    expect_text "a symbolic link to a FIFO (named pipe), not to a regular file"
+    expect_fixed "a symbolic link to a FIFO (named pipe), not to a regular file"
     expect_rc 3 "${run[@]}" --out loop_a
-    expect_text "Too many levels of symbolic links"
+    expect_fixed "Too many levels of symbolic links"
     # A device node: made here (tests run as root), so a broken save can replace only this copy.
     if mknod null c 1 3 2>"$work/mknod.err"; then
       expect_rc 3 "${run[@]}" --out null
-      expect_text "it is a character device, not a regular file"
+      expect_fixed "it is a character device, not a regular file"
       [[ -c null ]] || fail "--out replaced the device node"
     else
       echo "note: device-node case skipped: mknod failed ($(cat "$work/mknod.err")); it needs root or CAP_MKNOD"
@@ -150,14 +132,14 @@ case $mode in
     printf 'graph big(%%x: f32[281474976710656]) {\n  %%0 = neg(%%x) : f32[281474976710656]\n  return y=%%0\n}\n' \
       >"$work/big_input.graph"
     expect_rc 6 "$tg" run "$work/big_input.graph" --backend interp_f32 -q
-    expect_text "cannot draw input 'x' (f32[281474976710656]): its 281474976710656 elements need 1.00 PiB (1125899906842624 bytes)"
+    expect_fixed "cannot draw input 'x' (f32[281474976710656]): its 281474976710656 elements need 1.00 PiB (1125899906842624 bytes)"
     # A small input broadcast to 2^48 elements: the run itself runs out of memory.
     printf 'graph wide(%%x: f32[1]) {\n  %%0 = broadcast_to(%%x) {shape=[281474976710656]} : f32[281474976710656]\n  return y=%%0\n}\n' \
       >"$work/big_value.graph"
     expect_rc 6 "$tg" run "$work/big_value.graph" --backend interp_f32 -q
-    expect_text "out of host memory running graph 'wide' (its largest value, %0 = broadcast_to : f32[281474976710656], alone needs 1.00 PiB (1125899906842624 bytes) at 4 bytes an element)"
+    expect_fixed "out of host memory running graph 'wide' (its largest value, %0 = broadcast_to : f32[281474976710656], alone needs 1.00 PiB (1125899906842624 bytes) at 4 bytes an element)"
     expect_rc 6 "$tg" bench "$work/big_value.graph" --backend interp_f64 -q
-    expect_text "alone needs 2.00 PiB (2251799813685248 bytes) at 8 bytes an element"
+    expect_fixed "alone needs 2.00 PiB (2251799813685248 bytes) at 8 bytes an element"
     ;;
 
   *)

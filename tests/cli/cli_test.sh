@@ -15,25 +15,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/tg-cli-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 failures=0
 
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-# expect_rc CODE CMD...: runs CMD, keeps its stdout+stderr in $work/out, fails unless it exits CODE.
-expect_rc() {
-  local want=$1
-  shift
-  "$@" >"$work/out" 2>&1
-  local rc=$?
-  if [[ $rc != "$want" ]]; then
-    fail "exit $rc (expected $want): $*"
-    sed 's/^/    /' "$work/out" >&2
-  fi
-}
-# expect_text PATTERN: the last command's output matches the extended regex.
-expect_text() {
-  grep -Eq -- "$1" "$work/out" || { fail "output lacks /$1/:"; sed 's/^/    /' "$work/out" >&2; }
-}
+source "$(dirname "$0")/expect.sh"
 vulkan_usable() { "$tg" devices >/dev/null 2>&1; }
 
 cat >"$work/tiny.graph" <<'GRAPH'

@@ -14,24 +14,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/tg-step-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 failures=0
 
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-# expect_rc CODE CMD...: runs CMD, keeps its stdout+stderr in $work/out, fails unless it exits CODE.
-expect_rc() {
-  local want=$1
-  shift
-  "$@" >"$work/out" 2>&1
-  local rc=$?
-  if [[ $rc != "$want" ]]; then
-    fail "exit $rc (expected $want): $*"
-    sed 's/^/    /' "$work/out" >&2
-  fi
-}
-expect_text() {
-  grep -Eq -- "$1" "$work/out" || { fail "output lacks /$1/:"; sed 's/^/    /' "$work/out" >&2; }
-}
+source "$(dirname "$0")/expect.sh"
 
 for seed in 0 1 2; do
   # Adam's second moment under sqrt, the bias corrections and eps: drawn valid, so no output is NaN
