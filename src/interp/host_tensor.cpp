@@ -19,6 +19,10 @@ std::string_view host_storage_name(HostStorage storage) {
       return "u8";
     case HostStorage::f64:
       return "f64";
+    case HostStorage::f16:
+      return "f16";
+    case HostStorage::bf16:
+      return "bf16";
   }
   return "?";
 }
@@ -30,6 +34,9 @@ std::size_t host_storage_bytes(HostStorage storage) {
       return 4;
     case HostStorage::u8:
       return 1;
+    case HostStorage::f16:
+    case HostStorage::bf16:
+      return 2;
     case HostStorage::f64:
       return 8;
   }
@@ -42,6 +49,8 @@ namespace {
 HostStorage own_storage(DType dtype) {
   if (dtype == DType::i32) return HostStorage::i32;
   if (dtype == DType::boolean) return HostStorage::u8;
+  if (dtype == DType::f16) return HostStorage::f16;
+  if (dtype == DType::bf16) return HostStorage::bf16;
   return HostStorage::f32;
 }
 
@@ -147,6 +156,26 @@ HostTensor HostTensor::boolean(Shape shape, const std::vector<bool>& data) {
   return {std::move(type), HostStorage::u8, std::move(owner), p};
 }
 
+HostTensor HostTensor::low_precision(DType dtype, Shape shape, std::span<const float> values) {
+  if (!is_low_precision(dtype)) {
+    throw RuntimeError("HostTensor::low_precision makes f16 or bf16 tensors, not " + std::string(dtype_name(dtype)));
+  }
+  std::vector<std::uint16_t> bits(values.size());
+  for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = f32_to_low_precision_bits(values[i], dtype);
+  return from_bits(dtype, std::move(shape), std::move(bits));
+}
+
+HostTensor HostTensor::from_bits(DType dtype, Shape shape, std::vector<std::uint16_t> bits) {
+  if (!is_low_precision(dtype)) {
+    throw RuntimeError("HostTensor::from_bits makes f16 or bf16 tensors, not " + std::string(dtype_name(dtype)));
+  }
+  TensorType type{dtype, std::move(shape)};
+  check_count(type, bits.size());
+  const void* p = nullptr;
+  auto owner = hold(std::move(bits), p);
+  return {std::move(type), own_storage(dtype), std::move(owner), p};
+}
+
 HostTensor HostTensor::of(TensorType type, std::vector<double> data) {
   check_count(type, data.size());
   const void* p = nullptr;
@@ -238,6 +267,11 @@ std::span<const double> HostTensor::f64_data() const {
   return {static_cast<const double*>(data_), size()};
 }
 
+std::span<const std::uint16_t> HostTensor::bits16_data() const {
+  if (storage_ != HostStorage::f16 && storage_ != HostStorage::bf16) wrong_storage(*this, "f16 or bf16");
+  return {static_cast<const std::uint16_t*>(data_), size()};
+}
+
 std::vector<double> HostTensor::to_f64() const {
   std::vector<double> out(size());
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = at_unchecked(i);
@@ -295,6 +329,12 @@ void HostTensor::set(std::size_t k, double value) {
       return;
     case HostStorage::f64:
       static_cast<double*>(p)[k] = value;
+      return;
+    case HostStorage::f16:
+    case HostStorage::bf16:
+      // Rounded once from the double (round_to_dtype), then exact in float and in 16 bits.
+      static_cast<std::uint16_t*>(p)[k] =
+          f32_to_low_precision_bits(static_cast<float>(round_to_dtype(value, type.dtype)), type.dtype);
       return;
   }
 }

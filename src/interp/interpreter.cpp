@@ -22,6 +22,7 @@
 
 #include "kernel.h"
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/ir/low_precision.h"
 
 namespace tg {
 
@@ -53,8 +54,16 @@ interp::Buffer<T> to_buffer(const HostTensor& t) {
     auto [owner, real] = allocate<T>(n);
     if (t.storage() == HostStorage::f32) {
       std::ranges::copy(t.f32_data(), real.begin());
+    } else if (t.storage() == HostStorage::f64) {
+      // The oracle keeps wide values as given (a finite-difference step may be finer than the
+      // dtype); f32 mode stores them in the dtype, as every other value of that dtype.
+      const DType dtype = t.type.dtype;
+      std::ranges::transform(t.f64_data(), real.begin(), [dtype](double v) {
+        return std::is_same_v<T, float> ? round_to_dtype(static_cast<float>(round_to_dtype(v, dtype)), dtype)
+                                        : static_cast<T>(v);
+      });
     } else {
-      std::ranges::transform(t.f64_data(), real.begin(), [](double v) { return static_cast<T>(v); });
+      for (std::size_t i = 0; i < n; ++i) real[i] = static_cast<T>(t.at_unchecked(i));
     }
     b.owner = std::move(owner);
     b.real = real;
@@ -80,8 +89,20 @@ HostTensor to_host(const TensorType& type, const interp::Buffer<T>& b) {
     std::vector<bool> bits(b.ints.begin(), b.ints.end());
     return HostTensor::boolean(type.shape, bits);
   }
+  if (is_low_precision(type.dtype) && std::is_same_v<T, float>) {
+    std::vector<std::uint16_t> bits(b.real.size());
+    for (std::size_t i = 0; i < bits.size(); ++i) {
+      bits[i] = f32_to_low_precision_bits(static_cast<float>(b.real[i]), type.dtype);
+    }
+    return HostTensor::from_bits(type.dtype, type.shape, std::move(bits));
+  }
   if (is_float(type.dtype)) {
-    if (!b.owner) return HostTensor::f32(type.shape, std::vector<float>(b.real.begin(), b.real.end()));
+    if (!b.owner) {
+      if (std::is_same_v<T, double> && type.dtype != DType::f32) {
+        return HostTensor::of(type, std::vector<double>(b.real.begin(), b.real.end()));
+      }
+      return HostTensor::f32(type.shape, std::vector<float>(b.real.begin(), b.real.end()));
+    }
     return HostTensor::adopt(type, std::is_same_v<T, float> ? HostStorage::f32 : HostStorage::f64, b.owner,
                              b.real.data());
   }
@@ -180,6 +201,11 @@ class Execution {
     }
     if (options_.check_coverage && !fully_written(out, out_type)) {
       throw RuntimeError("kernel left elements of its " + out_type.to_string() + " output unwritten" + where());
+    }
+    // A 16-bit value is rounded when it is stored: kernels compute in T, and here the result becomes
+    // a value of its dtype (the oracle's semantics, docs/dtypes.md).
+    if (is_low_precision(out_type.dtype)) {
+      for (T& v : out.real) v = round_to_dtype(v, out_type.dtype);
     }
   }
 

@@ -163,7 +163,7 @@ TensorType TextCursor::type() {
   const std::string_view dtype_text = ident();
   if (dtype_text.empty()) fail(at, "expected a type such as f32[2,3]" + found());
   const std::optional<DType> dtype = parse_dtype(dtype_text);
-  if (!dtype) fail(at, "unknown dtype '" + std::string(dtype_text) + "' (expected f32, i32 or bool)");
+  if (!dtype) fail(at, "unknown dtype '" + std::string(dtype_text) + "' (expected f32, f16, bf16, i32 or bool)");
   TensorType result{*dtype, {}};
   expect('[', "'[' after the dtype");
   std::int64_t elements = 1;

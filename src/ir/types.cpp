@@ -16,14 +16,49 @@ std::string_view dtype_name(DType dtype) {
       return "i32";
     case DType::boolean:
       return "bool";
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
   }
   return "?";
+}
+
+std::size_t dtype_bytes(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+    case DType::i32:
+      return 4;
+    case DType::boolean:
+      return 1;
+    case DType::f16:
+    case DType::bf16:
+      return 2;
+  }
+  return 4;
+}
+
+double unit_roundoff(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return 0x1p-24;
+    case DType::f16:
+      return 0x1p-11;
+    case DType::bf16:
+      return 0x1p-8;
+    case DType::i32:
+    case DType::boolean:
+      return 0.0;
+  }
+  return 0.0;
 }
 
 std::optional<DType> parse_dtype(std::string_view text) {
   if (text == "f32") return DType::f32;
   if (text == "i32") return DType::i32;
   if (text == "bool") return DType::boolean;
+  if (text == "f16") return DType::f16;
+  if (text == "bf16") return DType::bf16;
   return std::nullopt;
 }
 

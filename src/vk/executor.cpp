@@ -37,6 +37,8 @@ void write_words(const HostTensor& t, std::byte* dst) {
       return;
     case HostStorage::u8:
     case HostStorage::f64:
+    case HostStorage::f16:
+    case HostStorage::bf16:
       break;
   }
   const bool real = is_float(t.type.dtype);

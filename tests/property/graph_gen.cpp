@@ -23,10 +23,9 @@ struct Pooled {
   HostTensor value;  // computed by the f64 oracle while building
 };
 
-double round_to_dtype(double v, DType dtype) {
-  // f32 inputs must be exactly representable so the f32 and f64 runs see the same numbers.
-  return dtype == DType::f32 ? static_cast<double>(static_cast<float>(v)) : v;
-}
+// Float inputs must be exactly representable in their dtype so the f32 and f64 runs see the same
+// numbers.
+double representable(double v, DType dtype) { return is_float(dtype) ? round_to_dtype(v, dtype) : v; }
 
 // i32 and bool results compare exactly whatever their size (an argmax over 10^4 terms is an index
 // near 10^4), and never feed a float input without being drawn again; only floats are bounded.
@@ -76,7 +75,7 @@ std::vector<std::vector<double>> draw_fresh(const OpSample& sample, const std::v
     }
     // A share of float inputs get their extremes moved to split positions (support/adversarial_values.h).
     if (is_float(sample.inputs[i].dtype)) place_extremes_at_splits(values[i], sample.inputs[i].shape, split_sizes());
-    for (double& v : values[i]) v = round_to_dtype(v, sample.inputs[i].dtype);
+    for (double& v : values[i]) v = representable(v, sample.inputs[i].dtype);
   }
   return values;
 }

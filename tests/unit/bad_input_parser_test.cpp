@@ -124,8 +124,7 @@ std::vector<BadInputCase> header_cases() {
 std::vector<BadInputCase> type_cases() {
   const auto input = [](const std::string& type) { return "graph g(%x: " + type + ") {\n  return\n}\n"; };
   return {
-      bad_text("dtype_f64", input("f64[2]"), "f64", "unknown dtype 'f64' (expected f32, i32 or bool)"),
-      bad_text("dtype_f16", input("f16[2]"), "f16", "unknown dtype 'f16'"),
+      bad_text("dtype_f64", input("f64[2]"), "f64", "unknown dtype 'f64' (expected f32, f16, bf16, i32 or bool)"),
       bad_text("dtype_uppercase", input("F32[2]"), "F32", "unknown dtype 'F32'"),
       bad_text("dtype_missing", input("[2]"), "[2]", "expected a type such as f32[2,3], found '['"),
       bad_text("shape_missing", input("f32"), ")", "expected '[' after the dtype"),

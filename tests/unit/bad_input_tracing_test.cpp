@@ -247,7 +247,7 @@ std::vector<BadInputCase> creation_and_structure_cases() {
       traced("zeros_negative_dim", [](Traced&) { zeros({-1}); }, {"zeros()", "negative dimension -1"}),
       traced("arange_negative", [](Traced&) { arange(-1); }, {"arange()", "n must be >= 0, got -1"}),
       traced("arange_bool", [](Traced&) { arange(3, DType::boolean); },
-             {"arange()", "dtype must be f32 or i32, got bool"}),
+             {"arange()", "dtype must be a float dtype (f32, f16, bf16) or i32, got bool"}),
       traced("arange_beyond_i32_indices", [](Traced&) { arange(std::int64_t{1} << 40); },
              {"arange()", "is too large for i32 indices"}),
       traced("narrow_past_the_end", [](Traced& t) { narrow(t.x23, 1, 2, 2); },

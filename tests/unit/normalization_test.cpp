@@ -210,10 +210,10 @@ TEST(Normalization, AffineParametersMustBeShapedLikeTheLastAxis) {
       [&](tg::GraphBuilder& b) {
         tg::layer_norm(b.input("x", x), b.input("g", {DType::i32, {5}}), {});
       },
-      "layer_norm", "gain must be f32");
+      "layer_norm", "gain is i32 but the input is f32");
 }
 
-TEST(Normalization, InputMustBeF32WithAnAxis) {
+TEST(Normalization, InputMustBeFloatWithAnAxis) {
   expect_shape_error(
       [](tg::GraphBuilder& b) {
         tg::layer_norm(b.input("x", {DType::f32, {}}), {}, {});
@@ -223,7 +223,7 @@ TEST(Normalization, InputMustBeF32WithAnAxis) {
       [](tg::GraphBuilder& b) {
         tg::rms_norm(b.input("x", {DType::i32, {3}}), {});
       },
-      "rms_norm", "input must be f32");
+      "rms_norm", "input must be a float dtype (f32, f16, bf16), got i32");
 }
 
 }  // namespace

@@ -91,6 +91,12 @@ HostTensor draw_input(const Graph& graph, const GraphInput& input, std::uint64_t
       adjust_optimizer_input(graph, input, values);  // valid optimizer scalars and state
       return HostTensor::f32(type.shape, std::move(values));
     }
+    case DType::f16:
+    case DType::bf16: {
+      std::vector<float> values(count);
+      for (float& v : values) v = static_cast<float>(rng.uniform(lo, hi));
+      return HostTensor::low_precision(type.dtype, type.shape, values);
+    }
     case DType::boolean: {
       std::vector<bool> values(count);
       for (std::size_t i = 0; i < count; ++i) values[i] = rng.coin();

@@ -2,7 +2,7 @@
 // Host-side tensor values passed into and out of backends.
 //
 // Elements are kept in their dtype's own width: f32 as float, i32 as int32_t, bool as one byte
-// (0 or 1). Two kinds of tensor hold doubles instead ("wide" storage, HostStorage::f64): the f64
+// (0 or 1), f16 and bf16 as their 16-bit patterns (tensorgrad/ir/low_precision.h). Two kinds of tensor hold doubles instead ("wide" storage, HostStorage::f64): the f64
 // oracle's results (interpret with ComputeType::f64), so that they keep the oracle's precision, and
 // tensors built from doubles with HostTensor::of. A backend converts wide elements on its own side
 // (an f32 backend rounds them to float on every run), so inputs meant for a fast backend are built
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "tensorgrad/ir/graph.h"
+#include "tensorgrad/ir/low_precision.h"
 #include "tensorgrad/ir/shape.h"
 
 namespace tg {
@@ -33,6 +34,8 @@ enum class HostStorage : std::uint8_t {
   i32,  // int32_t: i32 tensors
   u8,   // one byte holding 0 or 1: bool tensors
   f64,  // double ("wide"): any dtype; the oracle's float results and tensors built with of()
+  f16,  // uint16_t IEEE binary16 bit patterns: f16 tensors
+  bf16,  // uint16_t bfloat16 bit patterns: bf16 tensors
 };
 std::string_view host_storage_name(HostStorage storage);
 std::size_t host_storage_bytes(HostStorage storage);  // bytes per element
@@ -54,6 +57,10 @@ class HostTensor {
   static HostTensor i32(Shape shape, std::initializer_list<std::int32_t> data);
   static HostTensor boolean(Shape shape, std::span<const bool> data);
   static HostTensor boolean(Shape shape, const std::vector<bool>& data);
+  // A 16-bit tensor (dtype f16 or bf16): `values` rounded to nearest even, or the bit patterns as
+  // they are.
+  static HostTensor low_precision(DType dtype, Shape shape, std::span<const float> values);
+  static HostTensor from_bits(DType dtype, Shape shape, std::vector<std::uint16_t> bits);
   // Wide storage: each element kept as the given double (see the top of this file). i32 and bool
   // values are checked when a backend takes the tensor as an input.
   static HostTensor of(TensorType type, std::vector<double> data);
@@ -88,6 +95,10 @@ class HostTensor {
         return static_cast<const std::uint8_t*>(data_)[i];
       case HostStorage::f64:
         return static_cast<const double*>(data_)[i];
+      case HostStorage::f16:
+        return f16_bits_to_f32(static_cast<const std::uint16_t*>(data_)[i]);
+      case HostStorage::bf16:
+        return bf16_bits_to_f32(static_cast<const std::uint16_t*>(data_)[i]);
     }
     return 0.0;
   }
@@ -97,11 +108,13 @@ class HostTensor {
   std::span<const std::int32_t> i32_data() const;
   std::span<const std::uint8_t> bool_data() const;
   std::span<const double> f64_data() const;
+  std::span<const std::uint16_t> bits16_data() const;  // f16 or bf16 storage
   const void* raw_data() const { return data_; }
   // What keeps the elements alive (null for a view); a backend that reads them in place holds it.
   const std::shared_ptr<const void>& owner() const { return owner_; }
 
-  // Copies, converted: to_f32 rounds, to_i32 truncates (exact for i32 and bool tensors).
+  // Copies, converted: to_f32 rounds (exact for f16 and bf16), to_i32 truncates (exact for i32 and
+  // bool tensors).
   std::vector<double> to_f64() const;
   std::vector<float> to_f32() const;
   std::vector<std::int32_t> to_i32() const;

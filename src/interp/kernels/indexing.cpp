@@ -103,7 +103,7 @@ void take_along_axis_kernel(const KernelCall<T>& call) {
   const auto& indices = call.ints(1);
   require_in_range("take_along_axis", "index", indices, x_extent);
   const AxisSplit split = split_at_axis(index_shape, static_cast<std::int64_t>(axis));
-  if (call.in_type(0).dtype == DType::f32) {
+  if (is_float(call.in_type(0).dtype)) {
     gather_along_axis(call.real(0), indices, call.output.real, split, x_extent, index_shape[axis]);
   } else {
     gather_along_axis(call.ints(0), indices, call.output.ints, split, x_extent, index_shape[axis]);

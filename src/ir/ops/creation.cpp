@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "rules.h"
+#include "tensorgrad/ir/low_precision.h"
 
 namespace tg {
 
@@ -46,8 +47,8 @@ TensorType arange_shape(const Attrs& attrs, std::span<const TensorType>) {
   const auto n = attrs.integer("n");
   if (n < 0) rule_broken("n must be >= 0, got " + std::to_string(n));
   const DType dtype = attrs.dtype("dtype");
-  if (dtype != DType::f32 && dtype != DType::i32) {
-    rule_broken("dtype must be f32 or i32, got " + std::string(dtype_name(dtype)));
+  if (!is_float(dtype) && dtype != DType::i32) {
+    rule_broken("dtype must be a float dtype (f32, f16, bf16) or i32, got " + std::string(dtype_name(dtype)));
   }
   if (n > std::int64_t{std::numeric_limits<std::int32_t>::max()} + 1) {
     rule_broken("n = " + std::to_string(n) + " is too large for i32 indices");
@@ -56,8 +57,8 @@ TensorType arange_shape(const Attrs& attrs, std::span<const TensorType>) {
 }
 
 DType random_dtype(SampleRng& rng) {
-  constexpr DType kDtypes[] = {DType::f32, DType::f32, DType::i32, DType::boolean};
-  return kDtypes[rng.uniform_int(0, 3)];
+  constexpr DType kDtypes[] = {DType::f32, DType::f32, DType::i32, DType::boolean, DType::f16, DType::bf16};
+  return kDtypes[rng.uniform_int(0, 5)];
 }
 
 // Creation ops have no input 0, so a sample can never start from an existing value.
@@ -67,7 +68,9 @@ std::optional<OpSample> full_samples(SampleRng& rng, const std::optional<TensorT
   double value = 0;
   switch (dtype) {
     case DType::f32:
-      value = static_cast<float>(rng.uniform(-2, 2));
+    case DType::f16:
+    case DType::bf16:
+      value = round_to_dtype(rng.uniform(-2, 2), dtype);
       break;
     case DType::i32:
       value = static_cast<double>(rng.uniform_int(-8, 8));
@@ -100,7 +103,8 @@ OpDef creation_def(OpId id, std::vector<AttrSpec> attrs, ShapeRule shape, Sample
                .grad = nullptr,
                .differentiable = false,
                .samples = samples,
-               .tolerance = ToleranceClass::exact};
+               .tolerance = ToleranceClass::exact,
+               .dtypes = DTypeRule::explicit_dtypes};
 }
 
 }  // namespace
@@ -133,8 +137,9 @@ const OpDef& Arange_def() {
 // ---- front-end ----
 
 Tensor full(Shape shape, double value, DType dtype, CallSite loc) {
-  // An f32 constant is an f32 value: round it here so the f64 oracle and the f32 backends agree.
-  if (dtype == DType::f32) value = static_cast<float>(value);
+  // A float constant is a value of its dtype: round it here so the f64 oracle and the f32 and
+  // 16-bit backends agree.
+  if (is_float(dtype)) value = round_to_dtype(value, dtype);
   return frontend::emit(op::Full, {}, Attrs{{"shape", std::move(shape)}, {"value", value}, {"dtype", dtype}}, loc);
 }
 

@@ -248,8 +248,9 @@ Tensor equal(Operand a, Operand b, CallSite loc) { return frontend::emit_binary(
 Tensor where(const Tensor& condition, Operand if_true, Operand if_false, CallSite loc) {
   GraphBuilder& builder = condition.builder();
   const SourceLoc at = frontend::site(loc);
-  const Tensor inputs[] = {condition, frontend::as_tensor(if_true, builder, at),
-                           frontend::as_tensor(if_false, builder, at)};
+  const DType dtype = frontend::scalar_dtype({&if_true, &if_false});
+  const Tensor inputs[] = {condition, frontend::as_tensor(if_true, builder, at, dtype),
+                           frontend::as_tensor(if_false, builder, at, dtype)};
   return builder.emit(op::Where, inputs, Attrs{}, at);
 }
 

@@ -90,8 +90,8 @@ constexpr double kGeluCubic = 0.044715;
 Grads gelu_grad(const GradArgs& args) {
   const Tensor& x = args.inputs[0];
   GraphBuilder& builder = x.builder();
-  const Tensor cubic = frontend::exact_constant(builder, kGeluCubic);
-  const Tensor scale = frontend::exact_constant(builder, kGeluScale);
+  const Tensor cubic = frontend::exact_constant(builder, kGeluCubic, x.dtype());
+  const Tensor scale = frontend::exact_constant(builder, kGeluScale, x.dtype());
   const Tensor x2 = square(x);
   const Tensor v = (x + x2 * x * cubic) * scale * 2.0;
   const Tensor dv_dx = (x2 * (cubic * 3.0) + 1.0) * scale * 2.0;

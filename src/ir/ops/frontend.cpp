@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "rules.h"
+#include "tensorgrad/ir/low_precision.h"
 #include "tensorgrad/ir/ops/ids/creation.h"
 
 namespace tg::rules {
@@ -81,6 +82,8 @@ std::string axes_to_string(std::span<const std::int64_t> axes) {
 ValueDomain any_value_domain(DType dtype) {
   switch (dtype) {
     case DType::f32:
+    case DType::f16:
+    case DType::bf16:
       return ValueDomain::real_range(-2, 2);
     case DType::i32:
       return ValueDomain{ValueDomain::Kind::index, -8, 8, 0, false};
@@ -103,17 +106,28 @@ GraphBuilder& builder_for(std::initializer_list<const Operand*> operands) {
   return current_builder();
 }
 
-Tensor as_tensor(const Operand& operand, GraphBuilder& builder, const SourceLoc& loc) {
+Tensor as_tensor(const Operand& operand, GraphBuilder& builder, const SourceLoc& loc, DType dtype) {
   if (const auto* t = std::get_if<Tensor>(&operand.value())) return *t;
-  // The constant is an f32 value of an f32 graph: round it once here, so the f64 oracle and the f32
-  // backends see the same number.
-  const double value = static_cast<float>(std::get<double>(operand.value()));
-  Attrs attrs{{"dtype", DType::f32}, {"shape", std::vector<std::int64_t>{}}, {"value", value}};
+  // The constant is a value of its dtype: round it once here, so the f64 oracle and the f32 and
+  // 16-bit backends see the same number.
+  const double value = round_to_dtype(std::get<double>(operand.value()), dtype);
+  Attrs attrs{{"dtype", dtype}, {"shape", std::vector<std::int64_t>{}}, {"value", value}};
   return builder.emit(op::Full, {}, std::move(attrs), loc);
 }
 
-Tensor exact_constant(GraphBuilder& builder, double value, const CallSite& loc) {
-  Attrs attrs{{"dtype", DType::f32}, {"shape", std::vector<std::int64_t>{}}, {"value", value}};
+DType scalar_dtype(std::initializer_list<const Operand*> operands) {
+  for (const Operand* op : operands) {
+    const auto* t = std::get_if<Tensor>(&op->value());
+    if (t && is_float(t->dtype())) return t->dtype();
+  }
+  return DType::f32;
+}
+
+Tensor exact_constant(GraphBuilder& builder, double value, DType dtype, const CallSite& loc) {
+  // f32 keeps the double: the f32 backends round it when they fill the buffer. A 16-bit constant is
+  // a value of its dtype, rounded here.
+  if (is_low_precision(dtype)) value = round_to_dtype(value, dtype);
+  Attrs attrs{{"dtype", dtype}, {"shape", std::vector<std::int64_t>{}}, {"value", value}};
   return builder.emit(op::Full, {}, std::move(attrs), site(loc));
 }
 
@@ -129,7 +143,8 @@ Tensor emit(OpId op, std::initializer_list<Tensor> inputs, Attrs attrs, const Ca
 Tensor emit_binary(OpId op, const Operand& a, const Operand& b, const CallSite& loc) {
   GraphBuilder& builder = builder_for({&a, &b});
   const SourceLoc where = site(loc);
-  const Tensor inputs[] = {as_tensor(a, builder, where), as_tensor(b, builder, where)};
+  const DType dtype = scalar_dtype({&a, &b});
+  const Tensor inputs[] = {as_tensor(a, builder, where, dtype), as_tensor(b, builder, where, dtype)};
   return builder.emit(op, inputs, Attrs{}, where);
 }
 

@@ -54,7 +54,39 @@ const OpEntry* entry(OpId id) {
   return i < kOpIdSpace ? by_value[i] : nullptr;
 }
 
+// DTypeRule::float_generic: the float inputs' one dtype stands in for f32 (op_def.h).
+TensorType float_generic_type(const OpDef& def, const Attrs& attrs, std::span<const TensorType> inputs) {
+  std::optional<std::size_t> first_float;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (!is_float(inputs[i].dtype)) continue;
+    if (!first_float) {
+      first_float = i;
+      continue;
+    }
+    const DType want = inputs[*first_float].dtype;
+    if (inputs[i].dtype != want) {
+      rule_broken("mixes float dtypes: input " + std::to_string(*first_float) + " is " + std::string(dtype_name(want)) +
+                  " but input " + std::to_string(i) + " is " + std::string(dtype_name(inputs[i].dtype)) +
+                  "; tensorgrad never promotes implicitly, so cast one first, e.g. cast(x, DType::" +
+                  std::string(dtype_name(want)) + ")");
+    }
+  }
+  if (!first_float || inputs[*first_float].dtype == DType::f32) return def.shape(attrs, inputs);
+  const DType dtype = inputs[*first_float].dtype;
+  std::vector<TensorType> as_f32(inputs.begin(), inputs.end());
+  for (TensorType& t : as_f32) {
+    if (t.dtype == dtype) t.dtype = DType::f32;
+  }
+  TensorType out = def.shape(attrs, as_f32);
+  if (out.dtype == DType::f32) out.dtype = dtype;
+  return out;
+}
+
 }  // namespace
+
+std::string_view dtype_rule_name(DTypeRule rule) {
+  return rule == DTypeRule::float_generic ? "float_generic" : "explicit_dtypes";
+}
 
 bool is_registered_op(OpId id) { return entry(id) != nullptr; }
 
@@ -72,6 +104,23 @@ const OpDef& op_def(OpId id) {
   const OpEntry* e = entry(id);
   if (!e) throw Error("invalid op id " + std::to_string(static_cast<std::size_t>(id)));
   return e->def();
+}
+
+std::optional<OpSample> sample_in_dtype(OpId id, SampleRng& rng, const std::optional<TensorType>& first,
+                                        DType dtype) {
+  const OpDef& def = op_def(id);
+  if (def.dtypes != DTypeRule::float_generic) return def.samples(rng, first);
+  std::optional<TensorType> first_f32 = first;
+  if (first && is_float(first->dtype)) {
+    dtype = first->dtype;
+    first_f32->dtype = DType::f32;
+  }
+  std::optional<OpSample> sample = def.samples(rng, first_f32);
+  if (!sample || dtype == DType::f32) return sample;
+  for (TensorType& t : sample->inputs) {
+    if (t.dtype == DType::f32) t.dtype = dtype;
+  }
+  return sample;
 }
 
 std::optional<OpId> find_op(std::string_view name) {
@@ -110,7 +159,8 @@ TensorType infer_type(OpId id, const Attrs& attrs, std::span<const TensorType> i
   // Inputs come from a graph, so they are within the size limits (shape.h); a rule's result, built
   // from attributes or from several inputs' dims, may not be. Refuse it here, before any node
   // exists, for the builder, the parser and the verifier alike.
-  TensorType out = def.shape(attrs, inputs);
+  TensorType out = def.dtypes == DTypeRule::float_generic ? float_generic_type(def, attrs, inputs)
+                                                          : def.shape(attrs, inputs);
   if (std::string problem = shape_limit_problem(out.shape); !problem.empty()) {
     rule_broken("its result is past the size limits: " + problem);
   }

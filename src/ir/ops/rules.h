@@ -51,12 +51,18 @@ namespace tg::frontend {
 SourceLoc site(const CallSite& loc);
 // The builder the operands belong to (the first tensor's), else the current tracing scope's.
 GraphBuilder& builder_for(std::initializer_list<const Operand*> operands);
-// A 0-d f32 `full` node for scalar operands.
-Tensor as_tensor(const Operand& operand, GraphBuilder& builder, const SourceLoc& loc);
-// A 0-d f32 constant kept at full double precision (as_tensor rounds scalars to f32). Gradient rules
-// use it for irrational constants such as gelu's sqrt(2/pi), so the f64 oracle differentiates exactly
-// the function its kernel computes; f32 runs round it when they fill the buffer.
-Tensor exact_constant(GraphBuilder& builder, double value, const CallSite& loc = CallSite::current());
+// A 0-d `full` node of `dtype` for scalar operands (a tensor operand passes unchanged). A number
+// next to a tensor takes the tensor's float dtype (scalar_dtype), as a Python scalar does in
+// PyTorch: scalars never make a mix of dtypes.
+Tensor as_tensor(const Operand& operand, GraphBuilder& builder, const SourceLoc& loc, DType dtype = DType::f32);
+// The first float tensor operand's dtype; f32 when there is none.
+DType scalar_dtype(std::initializer_list<const Operand*> operands);
+// A 0-d constant; f32 keeps the full double (as_tensor rounds scalars to f32). Gradient rules use it
+// for irrational constants such as gelu's sqrt(2/pi), so the f64 oracle differentiates exactly the
+// function its kernel computes; f32 runs round it when they fill the buffer. A 16-bit constant is
+// rounded to its dtype.
+Tensor exact_constant(GraphBuilder& builder, double value, DType dtype = DType::f32,
+                      const CallSite& loc = CallSite::current());
 Tensor emit(OpId op, std::initializer_list<Tensor> inputs, Attrs attrs, const CallSite& loc);
 Tensor emit(OpId op, std::initializer_list<Tensor> inputs, Attrs attrs, const SourceLoc& loc);
 Tensor emit_binary(OpId op, const Operand& a, const Operand& b, const CallSite& loc);

@@ -87,6 +87,10 @@ Tensor gelu(const Tensor& x, TG_CALL_SITE);  // tanh approximation
 Tensor silu(const Tensor& x, TG_CALL_SITE);
 Tensor clamp(const Tensor& x, double lo, double hi, TG_CALL_SITE);
 Tensor stop_gradient(const Tensor& x, TG_CALL_SITE);
+// x's values in another dtype (f32, f16 or bf16; i32 and bool inputs too), rounded to nearest even
+// when the dtype is narrower. The gradient is the cotangent cast back. x itself when it already
+// has that dtype (docs/dtypes.md).
+Tensor cast(const Tensor& x, DType dtype, TG_CALL_SITE);
 
 // reductions; every axis by default (a 0-d result, or all 1s with keep_dims); `{}` reduces none
 Tensor sum(const Tensor& x, Axes axes = Axes::all(), ReduceOptions options = {}, TG_CALL_SITE);

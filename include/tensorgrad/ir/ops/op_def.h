@@ -55,6 +55,18 @@ using ReductionLength = std::int64_t (*)(const Attrs& attrs, std::span<const Ten
 
 inline constexpr int kVariadic = -1;
 
+// Which dtypes an op takes and returns, declared once per op (docs/dtypes.md).
+enum class DTypeRule : std::uint8_t {
+  // The shape rule is written for f32 and the op is the same computation in every float dtype:
+  // infer_type hands the rule f32 in place of the float inputs' dtype, and gives that dtype back to
+  // its f32 results. All float inputs must share one dtype; a mix is refused, pointing at cast
+  // (there is no implicit promotion). i32 and bool inputs and results pass unchanged.
+  float_generic,
+  // The shape rule checks and chooses every dtype itself (cast, the creation ops).
+  explicit_dtypes,
+};
+std::string_view dtype_rule_name(DTypeRule rule);
+
 struct OpDef {
   std::string_view name;
   int arity = 0;  // number of inputs, or kVariadic
@@ -65,12 +77,21 @@ struct OpDef {
   SampleRule samples = nullptr;
   ToleranceClass tolerance = ToleranceClass::elementwise;
   ReductionLength reduction_length = nullptr;  // optional
+  DTypeRule dtypes = DTypeRule::float_generic;
 };
 
 const OpDef& op_def(OpId id);
+
+// A sample of the op in float dtype `dtype` (f32, f16 or bf16). For a float_generic op the sample
+// rule draws as written, in f32, and every f32 input then takes `dtype`; a given `first` of another
+// float dtype is handed to the rule as f32 and sets `dtype` itself. An explicit_dtypes op's rule
+// is called unchanged. nullopt when the rule cannot take `first`.
+std::optional<OpSample> sample_in_dtype(OpId id, SampleRng& rng, const std::optional<TensorType>& first,
+                                        DType dtype = DType::f32);
 std::optional<OpId> find_op(std::string_view name);
 
-// Checks attrs against the op's schema (names and kinds), then runs the shape rule. Throws
+// Checks attrs against the op's schema (names and kinds), applies the op's DTypeRule, then runs the
+// shape rule. Throws
 // RuleBroken on failure; the builder and the verifier add context.
 TensorType infer_type(OpId id, const Attrs& attrs, std::span<const TensorType> inputs);
 
