@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "tensorgrad/ir/dtype.h"
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/ir/ops/op_def.h"
 
@@ -25,7 +26,14 @@ double node_ulps(const Graph& g, const Node& node, std::vector<TensorType>& type
   } else if (!types.empty() && g.type(node.output).size() > 0) {
     n = std::max<std::int64_t>(1, types[0].size() / g.type(node.output).size());
   }
-  return tolerance_ulps(def.tolerance, n);
+  double ulps = tolerance_ulps(def.tolerance, n);
+  // A 16-bit result is the f32 (or f64) result rounded to its dtype. Both runs round once, but a
+  // result within the runs' difference of a rounding boundary goes up in one and down in the other:
+  // one ulp of the dtype, 2u relative (u its unit roundoff), counted here in f32 ulps. Exact ops give
+  // both runs the same bits from the same inputs, so they cannot flip.
+  const DType out = g.type(node.output).dtype;
+  if (ulps > 0 && is_low_precision(out)) ulps += 2.0 * unit_roundoff(out) / kF32Epsilon;
+  return ulps;
 }
 
 // Errors entering an op come out scaled by its derivative; the samples' domains keep those

@@ -1,6 +1,7 @@
 #include "graph_gen.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -9,6 +10,7 @@
 #include "support/adversarial_values.h"
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/ir/ops/ids/indexing.h"
+#include "tensorgrad/ir/ops/ids/precision.h"
 #include "tensorgrad/ir/ops/ids/softmax.h"
 
 namespace tg::testing {
@@ -145,19 +147,25 @@ class Builder {
     const OpDef& def = op_def(op);
     if (!def.samples) return;
 
+    const std::vector<DType>& dtypes = options_.float_dtypes;
+    const DType dtype =
+        dtypes.at(static_cast<std::size_t>(rng.uniform_int(0, static_cast<std::int64_t>(dtypes.size()) - 1)));
     std::optional<OpSample> sample;
     std::optional<std::size_t> first;
     if (!pool_.empty() && def.arity != 0 && rng.coin(0.7)) {
-      const auto pick = static_cast<std::size_t>(rng.uniform_int(0, static_cast<std::int64_t>(pool_.size()) - 1));
-      sample = def.samples(rng, pool_[pick].tensor.type());
+      auto pick = static_cast<std::size_t>(rng.uniform_int(0, static_cast<std::int64_t>(pool_.size()) - 1));
+      if (is_float(pool_[pick].tensor.dtype()) && pool_[pick].tensor.dtype() != dtype && rng.coin(0.3)) {
+        pick = cast_into_pool(index, pick, dtype);
+      }
+      sample = sample_in_dtype(op, rng, pool_[pick].tensor.type(), dtype);
       if (sample && sample->domains.at(0).accepts(pool_[pick].value.to_f64())) {
         first = pick;
       } else {
         sample.reset();
       }
     }
-    if (!sample) sample = def.samples(rng, std::nullopt);
-    if (!sample) return;
+    if (!sample) sample = sample_in_dtype(op, rng, std::nullopt, dtype);
+    if (!sample || !dtypes_allowed(*sample)) return;
     if (sample->domains.size() != sample->inputs.size()) {
       throw std::logic_error("the sample generator of '" + std::string(def.name) + "' gave " +
                              std::to_string(sample->domains.size()) + " domains for " +
@@ -186,7 +194,7 @@ class Builder {
       args.push_back(reused[i] ? pool_[*reused[i]].value : HostTensor::of(sample->inputs[i], values[i]));
     }
     auto result = evaluate_one(op, *sample, args);
-    if (!result) return;
+    if (!result || !allowed(result->type.dtype)) return;
 
     std::vector<Tensor> operands;
     for (std::size_t i = 0; i < n; ++i) {
@@ -208,6 +216,30 @@ class Builder {
     for (std::size_t i = 0; i < n; ++i)
       if (!reused[i]) graph_elements_ += sample->inputs[i].size();
     pool_.push_back(Pooled{out, std::move(*result)});
+  }
+
+  bool allowed(DType dtype) const {
+    return !is_float(dtype) ||
+           std::find(options_.float_dtypes.begin(), options_.float_dtypes.end(), dtype) != options_.float_dtypes.end();
+  }
+  bool dtypes_allowed(const OpSample& sample) const {
+    return std::all_of(sample.inputs.begin(), sample.inputs.end(),
+                       [&](const TensorType& t) { return allowed(t.dtype); });
+  }
+
+  // Adds cast(pool[pick], dtype) to the graph and the pool; returns its pool index.
+  std::size_t cast_into_pool(std::size_t index, std::size_t pick, DType dtype) {
+    const Pooled& from = pool_[pick];
+    const Attrs attrs{{"dtype", dtype}};
+    const OpSample cast_sample{attrs, {from.tensor.type()}, {ValueDomain::real_range(-kMaxMagnitude, kMaxMagnitude)}};
+    std::optional<HostTensor> value = evaluate_one(op::Cast, cast_sample, {from.value});
+    if (!value) return pick;
+    const SourceLoc loc{"random_graph", static_cast<std::uint32_t>(index + 1), 0};
+    const std::array<Tensor, 1> operand{from.tensor};
+    Tensor out = builder_.emit(op::Cast, operand, attrs, loc);
+    graph_elements_ += out.type().size();
+    pool_.push_back(Pooled{out, std::move(*value)});
+    return pool_.size() - 1;
   }
 
   GraphCase finish() {

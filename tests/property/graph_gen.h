@@ -36,8 +36,16 @@ struct GraphCase {
 // step is then skipped when one of its tensors would exceed size.max_elements, when its work
 // (output elements times the op's reduction length) would exceed max_step_work, or when the graph's
 // values together would exceed max_graph_elements: the bounds that keep a CI run's time.
+//
+// float_dtypes: the float dtypes a graph's values may have. Each step draws one for the float
+// inputs its sample leaves free (sample_in_dtype); a step reading a pooled float value sometimes
+// casts it to another of these dtypes first (a cast node: where dtypes meet, the graph says so);
+// a step whose inputs or result would have another float dtype (a creation op's or a cast's own
+// draw) is skipped. Finite-difference checks draw f32 only: rounding to 16 bits makes a
+// difference quotient of a step function.
 struct GenOptions {
   SizeProfile size;
+  std::vector<DType> float_dtypes{DType::f32, DType::f16, DType::bf16};
   std::int64_t max_graph_elements = std::int64_t{1} << 19;
   std::int64_t max_step_work = std::int64_t{1} << 24;
 };

@@ -20,11 +20,65 @@ namespace {
 
 constexpr std::int64_t kMaxJacobianElements = 64;
 
-class SingleOp : public ::testing::TestWithParam<OpId> {};
+// An op and the float dtype its free float inputs take: f32 for every op, and f16 and bf16 for the
+// float_generic ones (an explicit-dtype op's samples draw their own dtypes).
+struct OpInDtype {
+  OpId op;
+  DType dtype;
+};
 
-std::string op_param_name(const ::testing::TestParamInfo<OpId>& info) { return std::string(op_name(info.param)); }
+class SingleOp : public ::testing::TestWithParam<OpInDtype> {};
 
-// The op's own tolerance class, relative to the largest magnitude among its inputs and outputs.
+std::string op_param_name(const ::testing::TestParamInfo<OpInDtype>& info) {
+  const std::string name(op_name(info.param.op));
+  return info.param.dtype == DType::f32 ? name : name + "_" + std::string(dtype_name(info.param.dtype));
+}
+
+std::vector<OpInDtype> ops_in_dtypes() {
+  std::vector<OpInDtype> out;
+  for (OpId op : all_ops()) {
+    out.push_back({op, DType::f32});
+    if (op_def(op).dtypes != DTypeRule::float_generic) continue;
+    for (DType dtype : {DType::f16, DType::bf16}) out.push_back({op, dtype});
+  }
+  return out;
+}
+
+// Whether a case reads or makes a value of `dtype` (a 16-bit instance of an op whose sample drew
+// only integer inputs tests nothing new).
+bool touches(const GraphCase& c, DType dtype) {
+  return std::any_of(c.graph.values().begin(), c.graph.values().end(),
+                     [&](const ValueInfo& v) { return v.type.dtype == dtype; });
+}
+
+// A 16-bit case's gradient: loss = sum(cast(y, f32) * w) differentiated against its 16-bit inputs,
+// so every gradient rule runs in the op's dtype; f32 against the f64 oracle of that same graph.
+// (Central differences of a function rounded to 16 bits measure the rounding, not the gradient.)
+std::optional<std::string> check_low_precision_gradient(const GraphCase& c, DType dtype, std::uint64_t seed) {
+  const auto y_id = c.graph.find_output("y");
+  if (!y_id || c.graph.type(*y_id).dtype != dtype) return std::nullopt;
+  std::vector<std::string> wrt;
+  for (const auto& in : c.graph.inputs())
+    if (c.graph.type(in.value).dtype == dtype && !c.frozen.count(in.name)) wrt.push_back(in.name);
+  if (wrt.empty()) return std::nullopt;
+  const TensorType w_type{DType::f32, c.graph.type(*y_id).shape};
+  GraphBuilder b(c.graph.name());
+  b.mutable_graph() = c.graph;
+  {
+    TracingScope scope(b);
+    b.output("loss", sum(cast(b.wrap(*y_id), DType::f32) * b.input("w", w_type)));
+  }
+  GraphCase grad{differentiate(b.take(), {.loss = "loss", .wrt = wrt}), c.inputs, c.frozen};
+  SampleRng rng(seed);
+  std::vector<float> w(static_cast<std::size_t>(w_type.size()));
+  for (float& v : w) v = static_cast<float>(rng.uniform(-1, 1));
+  grad.inputs.emplace("w", HostTensor::f32(w_type.shape, std::move(w)));
+  return check_f32_matches_f64(grad);
+}
+
+// The op's own tolerance class, relative to the largest magnitude among its inputs and outputs; a
+// 16-bit result may also sit one ulp of its dtype apart, where the runs' results straddle a
+// rounding boundary (docs/testing.md, "Tolerances").
 std::optional<std::string> check_op_tolerance(const GraphCase& c) {
   const auto oracle = interpret(c.graph, c.inputs, {.compute = ComputeType::f64});
   const auto fast = interpret(c.graph, c.inputs, {.compute = ComputeType::f32});
@@ -43,7 +97,9 @@ std::optional<std::string> check_op_tolerance(const GraphCase& c) {
   for (const auto& [name, t] : c.inputs)
     for (double v : t.to_f64()) scale = std::max(scale, std::fabs(v));
   for (double v : expected.to_f64()) scale = std::max(scale, std::fabs(v));
-  const double tol = 2 * tolerance_ulps(def.tolerance, n) * std::numeric_limits<float>::epsilon() * scale;
+  const double ulps = tolerance_ulps(def.tolerance, n);
+  const double flip = ulps > 0 && is_low_precision(expected.type.dtype) ? 2 * unit_roundoff(expected.type.dtype) : 0;
+  const double tol = 2 * (ulps * std::numeric_limits<float>::epsilon() + flip) * scale;
   const HostTensor& got = fast.outputs.at("y");
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const double err = std::fabs(got.at(i) - expected.at(i));
@@ -57,20 +113,26 @@ std::optional<std::string> check_op_tolerance(const GraphCase& c) {
 }
 
 TEST_P(SingleOp, PassesEveryPropertyOnItsSamples) {
-  const OpId op = GetParam();
+  const auto [op, dtype] = GetParam();
   const OpDef& def = op_def(op);
   ASSERT_NE(def.samples, nullptr) << def.name << " has no sample generator";
   const int cases = scaled_cases(100);
   int jacobians_checked = 0;
   for (int i = 0; i < cases; ++i) {
     SampleRng rng(0x5eed0000ULL + static_cast<std::uint64_t>(i) * 7919 + tg::testing::op_seed(op));
-    auto sample = def.samples(rng, std::nullopt);
+    auto sample = sample_in_dtype(op, rng, std::nullopt, dtype);
     ASSERT_TRUE(sample.has_value()) << def.name << ": samples() without a given input type must produce a sample";
     GraphCase c = build_single_op(op, *sample, rng);
+    if (dtype != DType::f32 && !touches(c, dtype)) continue;
     for (const auto& check : {check_coverage(c), check_op_tolerance(c), check_round_trip(c)}) {
       ASSERT_FALSE(check.has_value()) << *check << describe(c);
     }
     if (!def.differentiable) continue;
+    if (dtype != DType::f32) {
+      const auto problem = check_low_precision_gradient(c, dtype, static_cast<std::uint64_t>(i));
+      ASSERT_FALSE(problem.has_value()) << *problem << describe(c);
+      continue;
+    }
     std::int64_t total = c.graph.type(c.graph.outputs().front().value).size();
     for (const auto& in : c.graph.inputs()) total = std::max(total, c.graph.type(in.value).size());
     if (total > kMaxJacobianElements) {
@@ -82,7 +144,7 @@ TEST_P(SingleOp, PassesEveryPropertyOnItsSamples) {
     ASSERT_FALSE(problem.has_value()) << *problem << describe(c);
     ++jacobians_checked;
   }
-  if (def.differentiable) {
+  if (def.differentiable && dtype == DType::f32) {
     EXPECT_GT(jacobians_checked, 0) << def.name << ": no sample was small enough for a full Jacobian check";
   }
   write_path_coverage();
@@ -92,10 +154,11 @@ TEST_P(SingleOp, PassesEveryPropertyOnItsSamples) {
 // to SizeProfile::max_elements per tensor): the kernel's blocked, tiled and split paths against
 // the f64 oracle, and the gradient along a random direction against central differences.
 TEST_P(SingleOp, PassesAtBoundarySizes) {
-  const OpId op = GetParam();
+  const auto [op, dtype] = GetParam();
   const OpDef& def = op_def(op);
   ASSERT_NE(def.samples, nullptr) << def.name << " has no sample generator";
-  const GenOptions options = boundary_options();
+  GenOptions options = boundary_options();
+  options.float_dtypes = {dtype};
   const int cases = scaled_cases(40);
   std::int64_t largest = 0;
   for (int i = 0; i < cases; ++i) {
@@ -105,10 +168,16 @@ TEST_P(SingleOp, PassesAtBoundarySizes) {
     const std::vector<Step> steps{Step{0, seed}};
     const std::array<OpId, 1> only{op};
     const GraphCase c = build_graph(steps, only, options);
-    if (c.graph.nodes().empty()) continue;
+    if (c.graph.nodes().empty() || (dtype != DType::f32 && !touches(c, dtype))) continue;
     for (const auto& in : c.inputs) largest = std::max(largest, in.second.type.size());
     for (const auto& check : {check_coverage(c), check_f32_matches_f64(c)}) {
       ASSERT_FALSE(check.has_value()) << *check << describe(c);
+    }
+    if (dtype != DType::f32) {
+      if (!def.differentiable || op == op::StopGradient) continue;
+      const auto problem = check_low_precision_gradient(c, dtype, seed);
+      ASSERT_FALSE(problem.has_value()) << *problem << describe(c);
+      continue;
     }
     // Skipped over the memory bound (docs/testing.md), as in the random-graph properties.
     if (def.differentiable && op != op::StopGradient && within_memory_bound(directional_gradient_cost(c, seed))) {
@@ -120,7 +189,7 @@ TEST_P(SingleOp, PassesAtBoundarySizes) {
   write_path_coverage();
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, SingleOp, ::testing::ValuesIn(all_ops().begin(), all_ops().end()), op_param_name);
+INSTANTIATE_TEST_SUITE_P(Registry, SingleOp, ::testing::ValuesIn(ops_in_dtypes()), op_param_name);
 
 }  // namespace
 }  // namespace tg::testing

@@ -66,7 +66,7 @@ std::vector<std::optional<Tensor>> maximum_grad(const GradArgs& args) {
 }
 
 std::vector<std::optional<Tensor>> where_grad(const GradArgs& args) {
-  if (args.inputs[1].dtype() != DType::f32) return {std::nullopt, std::nullopt, std::nullopt};
+  if (!is_float(args.inputs[1].dtype())) return {std::nullopt, std::nullopt, std::nullopt};
   const Tensor& c = args.inputs[0];
   return {std::nullopt, where(c, args.cotangent, 0.0), where(c, 0.0, args.cotangent)};
 }

@@ -81,7 +81,8 @@ Grads embedding_grad(const GradArgs& args) {
   const Shape table_shape = args.inputs[0].shape();  // a copy: emitting nodes moves the graph
   const std::int64_t n = args.inputs[1].size();
   const Tensor positions = reshape(args.inputs[1], {n});
-  const Tensor rows_by_position = swap_axes(one_hot(positions, table_shape[0]), 0, 1);  // [V, N]
+  const DType dtype = args.inputs[0].dtype();
+  const Tensor rows_by_position = swap_axes(cast(one_hot(positions, table_shape[0]), dtype), 0, 1);  // [V, N]
   return {matmul(rows_by_position, reshape(args.cotangent, {n, table_shape[1]})), std::nullopt};
 }
 
@@ -114,7 +115,7 @@ TensorType take_along_axis_rule(const Attrs& attrs, std::span<const TensorType> 
 }
 
 Grads take_along_axis_grad(const GradArgs& args) {
-  if (args.inputs[0].dtype() != DType::f32) return {std::nullopt, std::nullopt};
+  if (!is_float(args.inputs[0].dtype())) return {std::nullopt, std::nullopt};
   const std::int64_t axis = args.attrs.integer("axis");
   const std::int64_t extent = args.inputs[0].dim(axis);
   return {scatter_add(args.cotangent, args.inputs[1], axis, extent), std::nullopt};

@@ -73,14 +73,15 @@ Tensor per_position_cotangent(const GradArgs& args) {
 // d(-log_probs[target]) = -one_hot(target).
 Grads nll_loss_grad(const GradArgs& args) {
   const std::int64_t classes = args.inputs[0].shape().back();
-  const Tensor picked = one_hot(args.inputs[1], classes);
+  const Tensor picked = cast(one_hot(args.inputs[1], classes), args.inputs[0].dtype());
   return {neg(mul(picked, per_position_cotangent(args))), std::nullopt};
 }
 
 // d(logsumexp(x) - x[target]) = softmax(x) - one_hot(target).
 Grads cross_entropy_grad(const GradArgs& args) {
   const std::int64_t classes = args.inputs[0].shape().back();
-  const Tensor residual = sub(softmax(args.inputs[0], -1), one_hot(args.inputs[1], classes));
+  const Tensor residual =
+      sub(softmax(args.inputs[0], -1), cast(one_hot(args.inputs[1], classes), args.inputs[0].dtype()));
   return {mul(residual, per_position_cotangent(args)), std::nullopt};
 }
 

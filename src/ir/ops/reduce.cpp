@@ -117,7 +117,8 @@ std::vector<std::optional<Tensor>> extremum_grad(const GradArgs& args) {
   const Tensor& x = args.inputs[0];
   const Shape in_shape = x.shape();
   const std::vector<std::int64_t> axes = args.attrs.ints("axes");  // a copy, as with shapes
-  const Tensor hits = where(equal(x, spread_back(args.output, in_shape, axes)), 1.0, 0.0);
+  // The 0/1 mask in x's dtype (exact in every float dtype), so the rule stays in that dtype.
+  const Tensor hits = cast(where(equal(x, spread_back(args.output, in_shape, axes)), 1.0, 0.0), x.dtype());
   const Tensor ties = sum(hits, axes, {.keep_dims = true});
   return {div(mul(spread_back(args.cotangent, in_shape, axes), hits), ties)};
 }
