@@ -256,4 +256,15 @@ Tensor matmul(const Tensor& a, const Tensor& b, CallSite loc) {
   return frontend::emit(op::Matmul, {a, b}, Attrs{}, loc);
 }
 
+Tensor matmul(const Tensor& a, const Tensor& b, DType out, CallSite loc) {
+  if (!is_float(out)) {
+    throw ShapeError("matmul", {a.type(), b.type()},
+                     "the result dtype must be a float dtype (f32, f16, bf16), got " + std::string(dtype_name(out)),
+                     frontend::site(loc));
+  }
+  if (a.dtype() != b.dtype() || out == a.dtype()) return matmul(a, b, loc);  // the rule names a mix
+  if (dtype_bytes(out) > dtype_bytes(a.dtype())) return matmul(cast(a, out, loc), cast(b, out, loc), loc);
+  return cast(matmul(a, b, loc), out, loc);
+}
+
 }  // namespace tg

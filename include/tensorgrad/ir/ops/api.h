@@ -115,6 +115,11 @@ Tensor log_softmax(const Tensor& x, std::int64_t axis = -1, TG_CALL_SITE);
 // matmul as torch.matmul: [..., M, K] x [..., K, N] -> [..., M, N] with the batch dims broadcast
 // (NumPy rules); a 1-D lhs [K] is a row and a 1-D rhs [K] a column, that dim dropped from the result
 Tensor matmul(const Tensor& a, const Tensor& b, TG_CALL_SITE);
+// matmul with the result in `out` (a float dtype). 16-bit a and b with out = f32 multiply exactly
+// and accumulate in f32 with no rounding to 16 bits in between: the graph says so as casts of the
+// operands to f32 (a backend may run that pattern on its matrix units). An out narrower than the
+// operands rounds the product once. The operands must share one float dtype.
+Tensor matmul(const Tensor& a, const Tensor& b, DType out, TG_CALL_SITE);
 
 // layout
 Tensor reshape(const Tensor& x, Shape shape, TG_CALL_SITE);  // at most one -1
