@@ -22,8 +22,9 @@ void require_affine_shape(const std::optional<Tensor>& param, std::string_view w
   if (!param) return;
   if (param->dtype() != dtype) {
     rule_broken(std::string(what) + " is " + std::string(dtype_name(param->dtype())) + " but the input is " +
-                std::string(dtype_name(dtype)) + "; tensorgrad never promotes implicitly, so cast one first, e.g. cast(" +
-                std::string(what) + ", DType::" + std::string(dtype_name(dtype)) + ")");
+                std::string(dtype_name(dtype)) +
+                "; tensorgrad never promotes implicitly, so cast one first, e.g. cast(" + std::string(what) +
+                ", DType::" + std::string(dtype_name(dtype)) + ")");
   }
   if (param->shape() != Shape{d}) {
     rule_broken(std::string(what) + " must have shape [" + std::to_string(d) + "] (the last axis of the input), got " +

@@ -38,7 +38,8 @@ std::optional<OpSample> cast_samples(SampleRng& rng, const std::optional<TensorT
   constexpr DType kSources[] = {DType::f32, DType::f16, DType::bf16, DType::f32, DType::i32, DType::boolean};
   const TensorType x = first ? *first : TensorType{kSources[rng.uniform_int(0, 5)], draw_shape(rng)};
   const DType to = kFloats[rng.uniform_int(0, 2)];
-  const ValueDomain domain = is_float(x.dtype) ? ValueDomain::real_range(-3000, 3000) : rules::any_value_domain(x.dtype);
+  const ValueDomain domain =
+      is_float(x.dtype) ? ValueDomain::real_range(-3000, 3000) : rules::any_value_domain(x.dtype);
   return OpSample{Attrs{{"dtype", to}}, {x}, {domain}};
 }
 

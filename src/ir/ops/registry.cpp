@@ -106,8 +106,7 @@ const OpDef& op_def(OpId id) {
   return e->def();
 }
 
-std::optional<OpSample> sample_in_dtype(OpId id, SampleRng& rng, const std::optional<TensorType>& first,
-                                        DType dtype) {
+std::optional<OpSample> sample_in_dtype(OpId id, SampleRng& rng, const std::optional<TensorType>& first, DType dtype) {
   const OpDef& def = op_def(id);
   if (def.dtypes != DTypeRule::float_generic) return def.samples(rng, first);
   std::optional<TensorType> first_f32 = first;
@@ -159,8 +158,8 @@ TensorType infer_type(OpId id, const Attrs& attrs, std::span<const TensorType> i
   // Inputs come from a graph, so they are within the size limits (shape.h); a rule's result, built
   // from attributes or from several inputs' dims, may not be. Refuse it here, before any node
   // exists, for the builder, the parser and the verifier alike.
-  TensorType out = def.dtypes == DTypeRule::float_generic ? float_generic_type(def, attrs, inputs)
-                                                          : def.shape(attrs, inputs);
+  TensorType out =
+      def.dtypes == DTypeRule::float_generic ? float_generic_type(def, attrs, inputs) : def.shape(attrs, inputs);
   if (std::string problem = shape_limit_problem(out.shape); !problem.empty()) {
     rule_broken("its result is past the size limits: " + problem);
   }
