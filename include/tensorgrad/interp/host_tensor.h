@@ -2,11 +2,11 @@
 // Host-side tensor values passed into and out of backends.
 //
 // Elements are kept in their dtype's own width: f32 as float, i32 as int32_t, bool as one byte
-// (0 or 1), f16 and bf16 as their 16-bit patterns (tensorgrad/ir/low_precision.h). Two kinds of tensor hold doubles instead ("wide" storage, HostStorage::f64): the f64
-// oracle's results (interpret with ComputeType::f64), so that they keep the oracle's precision, and
-// tensors built from doubles with HostTensor::of. A backend converts wide elements on its own side
-// (an f32 backend rounds them to float on every run), so inputs meant for a fast backend are built
-// with f32()/i32()/boolean() or viewed with view().
+// (0 or 1), f16 and bf16 as their 16-bit patterns (tensorgrad/ir/low_precision.h). Two kinds of tensor hold doubles
+// instead ("wide" storage, HostStorage::f64): the f64 oracle's results (interpret with ComputeType::f64), so that they
+// keep the oracle's precision, and tensors built from doubles with HostTensor::of. A backend converts wide elements on
+// its own side (an f32 backend rounds them to float on every run), so inputs meant for a fast backend are built with
+// f32()/i32()/boolean() or viewed with view().
 //
 // A tensor owns its elements or views caller memory. A view (HostTensor::view) copies nothing: the
 // caller keeps the memory alive and unchanged while the view, or any copy of it, is in use.
@@ -30,11 +30,11 @@ namespace tg {
 
 // How a host tensor's elements are stored in memory.
 enum class HostStorage : std::uint8_t {
-  f32,  // float: f32 tensors
-  i32,  // int32_t: i32 tensors
-  u8,   // one byte holding 0 or 1: bool tensors
-  f64,  // double ("wide"): any dtype; the oracle's float results and tensors built with of()
-  f16,  // uint16_t IEEE binary16 bit patterns: f16 tensors
+  f32,   // float: f32 tensors
+  i32,   // int32_t: i32 tensors
+  u8,    // one byte holding 0 or 1: bool tensors
+  f64,   // double ("wide"): any dtype; the oracle's float results and tensors built with of()
+  f16,   // uint16_t IEEE binary16 bit patterns: f16 tensors
   bf16,  // uint16_t bfloat16 bit patterns: bf16 tensors
 };
 std::string_view host_storage_name(HostStorage storage);

@@ -13,7 +13,7 @@ namespace tg {
 
 std::uint16_t f32_to_f16_bits(float value);
 std::uint16_t f32_to_bf16_bits(float value);
-float f16_bits_to_f32(std::uint16_t bits);  // exact
+float f16_bits_to_f32(std::uint16_t bits);   // exact
 float bf16_bits_to_f32(std::uint16_t bits);  // exact
 
 // The 16-bit pattern of `value` rounded to f16 or bf16 (dtype must be one of them).
