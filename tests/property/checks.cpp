@@ -196,6 +196,34 @@ std::optional<GraphCase> projected_gradient_case(const GraphCase& c, std::uint64
   return GraphCase{differentiate(with_loss, {.loss = "loss", .wrt = wrt}), std::move(inputs), c.frozen};
 }
 
+std::optional<GraphCase> dtype_gradient_case(const GraphCase& c, DType dtype, std::uint64_t seed) {
+  std::vector<std::string> wrt;
+  for (const auto& in : c.graph.inputs())
+    if (c.graph.type(in.value).dtype == dtype && !c.frozen.count(in.name)) wrt.push_back(in.name);
+  if (wrt.empty()) return std::nullopt;
+  GraphBuilder b(c.graph.name());
+  b.mutable_graph() = c.graph;
+  TensorMap inputs = c.inputs;
+  SampleRng rng(seed);
+  {
+    TracingScope scope(b);
+    std::optional<Tensor> loss;
+    for (const GraphOutput& out : c.graph.outputs()) {
+      if (c.graph.type(out.value).dtype != dtype) continue;
+      const TensorType w_type{DType::f32, c.graph.type(out.value).shape};
+      const std::string w_name = "w." + out.name;
+      const Tensor term = sum(cast(b.wrap(out.value), DType::f32) * b.input(w_name, w_type));
+      loss = loss ? *loss + term : term;
+      std::vector<float> w(static_cast<std::size_t>(w_type.size()));
+      for (float& v : w) v = static_cast<float>(rng.uniform(-1, 1));
+      inputs.emplace(w_name, HostTensor::f32(w_type.shape, std::move(w)));
+    }
+    if (!loss) return std::nullopt;
+    b.output("loss", *loss);
+  }
+  return GraphCase{differentiate(b.take(), {.loss = "loss", .wrt = wrt}), std::move(inputs), c.frozen};
+}
+
 std::optional<std::string> check_full_jacobian(const GraphCase& c) {
   const auto y_id = c.graph.find_output("y");
   if (!y_id || c.graph.type(*y_id).dtype != DType::f32) return std::nullopt;

@@ -34,6 +34,12 @@ inline bool within_memory_bound(const GraphCost& cost) {
 // of `c` (frozen ones too): one graph computing the outputs, the loss and grad.<input>. nullopt when
 // `c` has no f32 output or no f32 input.
 std::optional<GraphCase> projected_gradient_case(const GraphCase& c, std::uint64_t seed);
+// The gradient graph of a case with outputs of the 16-bit `dtype`: loss = the sum over those
+// outputs y_k of sum(cast(y_k, f32) * w.y_k) (f32 inputs in [-1, 1] drawn from `seed`),
+// differentiated against the case's unfrozen inputs of that dtype, so every gradient rule runs in
+// that dtype. nullopt when there is no such output or input. Compared with the oracle of the same graph, not with
+// central differences: a function rounded to 16 bits is a step function.
+std::optional<GraphCase> dtype_gradient_case(const GraphCase& c, DType dtype, std::uint64_t seed);
 // The full Jacobian of a small single-op graph, column by column (finite differences) and row by
 // row (autodiff with one-hot cotangents).
 std::optional<std::string> check_full_jacobian(const GraphCase& c);

@@ -51,29 +51,9 @@ bool touches(const GraphCase& c, DType dtype) {
                      [&](const ValueInfo& v) { return v.type.dtype == dtype; });
 }
 
-// A 16-bit case's gradient: loss = sum(cast(y, f32) * w) differentiated against its 16-bit inputs,
-// so every gradient rule runs in the op's dtype; f32 against the f64 oracle of that same graph.
-// (Central differences of a function rounded to 16 bits measure the rounding, not the gradient.)
 std::optional<std::string> check_low_precision_gradient(const GraphCase& c, DType dtype, std::uint64_t seed) {
-  const auto y_id = c.graph.find_output("y");
-  if (!y_id || c.graph.type(*y_id).dtype != dtype) return std::nullopt;
-  std::vector<std::string> wrt;
-  for (const auto& in : c.graph.inputs())
-    if (c.graph.type(in.value).dtype == dtype && !c.frozen.count(in.name)) wrt.push_back(in.name);
-  if (wrt.empty()) return std::nullopt;
-  const TensorType w_type{DType::f32, c.graph.type(*y_id).shape};
-  GraphBuilder b(c.graph.name());
-  b.mutable_graph() = c.graph;
-  {
-    TracingScope scope(b);
-    b.output("loss", sum(cast(b.wrap(*y_id), DType::f32) * b.input("w", w_type)));
-  }
-  GraphCase grad{differentiate(b.take(), {.loss = "loss", .wrt = wrt}), c.inputs, c.frozen};
-  SampleRng rng(seed);
-  std::vector<float> w(static_cast<std::size_t>(w_type.size()));
-  for (float& v : w) v = static_cast<float>(rng.uniform(-1, 1));
-  grad.inputs.emplace("w", HostTensor::f32(w_type.shape, std::move(w)));
-  return check_f32_matches_f64(grad);
+  const std::optional<GraphCase> grad = dtype_gradient_case(c, dtype, seed);
+  return grad ? check_f32_matches_f64(*grad) : std::nullopt;
 }
 
 // The op's own tolerance class, relative to the largest magnitude among its inputs and outputs; a
