@@ -17,6 +17,8 @@ one the parity goldens prove equal to tensorgrad's step, so both sides time the 
             torch.utils.checkpoint.checkpoint(block, h, use_reentrant=False), as
             TransformerConfig::checkpoint_blocks does in tg_train_bench's train/<backend>/<name>_ckpt:
             the block's activations are recomputed in the backward instead of kept
+  <name>_bf16, <name>_f16  (--autocast bf16|f16) the same step with the forward and loss under
+            torch.autocast(dtype) and fp32 params and optimizer state; f16 adds GradScaler (eager only)
 One step = copy the batch into the step's input tensors (as Training::step uploads it), zero the
 gradients, forward, backward, optimizer step. Modes:
   eager  the step as Python runs it (--device cpu or cuda; optimizers with PyTorch's default
@@ -106,8 +108,11 @@ def checkpointed(spec):
 
 
 def base_name(name):
-    """W2_ckpt -> W2: a checkpointed workload takes its base's repeats."""
-    return name[:-len("_ckpt")] if name.endswith("_ckpt") else name
+    """W2_ckpt -> W2, W2_bf16 -> W2: a checkpointed or autocast workload takes its base's repeats."""
+    for suffix in ("_bf16", "_f16", "_ckpt"):
+        if name.endswith(suffix):
+            name = name[:-len(suffix)]
+    return name
 
 
 def checkpointed_transformer_loss(P, batch, cfg, mask):
@@ -152,6 +157,12 @@ class Step:
 
     def __init__(self, spec, device, mode, seed=0):
         kind, cfg = spec["kind"], spec["model"]
+        # --autocast: the forward and loss under torch.autocast (params and optimizer state stay
+        # fp32); f16 adds GradScaler's dynamic loss scaling (eager only: its inf check reads a flag
+        # back to the host, which a CUDA graph capture refuses).
+        self.autocast = spec.get("autocast")
+        self.device = device
+        self.scaler = torch.cuda.amp.GradScaler() if self.autocast == torch.float16 and device == "cuda" else None
         rng = TorchRng(seed)
         init = models.init_values(kind, cfg, rng)
         self.params = {n: v.to(device).requires_grad_(True) for n, v in init.items()}
@@ -180,10 +191,21 @@ class Step:
         for k, v in self.host.items():
             self.static[k].copy_(v, non_blocking=True)
 
+    def forward_loss(self):
+        if self.autocast is None:
+            return self.loss_fn(self.static)
+        with torch.autocast(device_type=self.device, dtype=self.autocast):
+            return self.loss_fn(self.static)
+
     def eager(self):
         self.copy_batch()
         self.optimizer.zero_grad(set_to_none=True)
-        loss = self.loss_fn(self.static)
+        loss = self.forward_loss()
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            return loss
         loss.backward()
         self.optimizer.step()
         return loss
@@ -200,7 +222,7 @@ class Step:
         self.graph = torch.cuda.CUDAGraph()
         self.optimizer.zero_grad(set_to_none=True)
         with torch.cuda.graph(self.graph):
-            self.static_loss = self.loss_fn(self.static)
+            self.static_loss = self.forward_loss()
             self.static_loss.backward()
             self.optimizer.step()
 
@@ -423,6 +445,9 @@ def main():
                         help="per mode: no capacity try starts after this many seconds")
     parser.add_argument("--capacity-try-timeout-s", type=float, default=120.0, help="a graph-mode try's time limit")
     parser.add_argument("--max-batch", type=int, default=1024, help="the capacity search's largest batch")
+    parser.add_argument("--autocast", choices=["bf16", "f16"], default=None,
+                        help="run the forward and loss under torch.autocast in this dtype (f16: with GradScaler, "
+                        "eager only); names get the suffix _bf16 or _f16")
     parser.add_argument("--w6-try", type=int, default=None, help=argparse.SUPPRESS)  # one capacity try (a child)
     args = parser.parse_args()
 
@@ -437,6 +462,11 @@ def main():
     modes = args.modes.split(",") if args.modes else (["eager", "graph"] if args.device == "cuda" else ["eager"])
     if "graph" in modes and args.device != "cuda":
         raise SystemExit("pytorch_train.py: graph mode needs --device cuda")
+    if args.autocast:
+        dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[args.autocast]
+        if dtype == torch.float16 and "graph" in modes:
+            raise SystemExit("pytorch_train.py: --autocast f16 runs eager only (GradScaler reads its inf flag "
+                             "back to the host, which a CUDA graph capture refuses); pass --modes eager")
     if args.w6_capacity:  # on the CPU (eager) only to check the script: nothing bounds its memory
         torch.set_num_threads(args.threads)
         run_capacity(args, modes, keep_fp32(), sys.stdout if args.out else sys.stderr)
@@ -467,6 +497,10 @@ def main():
     precision = keep_fp32()
     log = sys.stdout if args.out else sys.stderr
     entries = []
+    if args.autocast:  # the same workloads under autocast, reported as <name>_bf16 / <name>_f16
+        for n in list(names):
+            WORKLOADS[n + "_" + args.autocast] = dict(WORKLOADS[n], autocast=dtype)
+        names = [n + "_" + args.autocast for n in names]
     for m in modes:
         for n in names:
             try:
