@@ -70,9 +70,37 @@ bool has_unreached_path(OpId op) {
   return false;
 }
 
-class BoundarySweep : public testing::VkTest, public ::testing::WithParamInterface<OpId> {};
+// An op and the float dtype its free float inputs take: f32 for every op, f16 and bf16 for the
+// float_generic ones. The 16-bit sweeps draw fewer cases (kLowPrecisionCases, the first two size
+// tiers): Vulkan runs a 16-bit node as its f32 kernel between casts (docs/vulkan.md), so what they
+// add is the casts and the dtype handling around every op, not new launch paths.
+struct OpInDtype {
+  OpId op;
+  DType dtype;
+};
+constexpr int kLowPrecisionCases = 4;
 
-std::string sweep_name(const ::testing::TestParamInfo<OpId>& param) { return std::string(op_name(param.param)); }
+std::vector<OpInDtype> ops_in_dtypes() {
+  std::vector<OpInDtype> out;
+  for (OpId op : all_ops()) {
+    out.push_back({op, DType::f32});
+    if (op_def(op).dtypes != DTypeRule::float_generic) continue;
+    for (DType dtype : {DType::f16, DType::bf16}) out.push_back({op, dtype});
+  }
+  return out;
+}
+
+class BoundarySweep : public testing::VkTest, public ::testing::WithParamInterface<OpInDtype> {};
+
+std::string sweep_name(const ::testing::TestParamInfo<OpInDtype>& param) {
+  const std::string name(op_name(param.param.op));
+  return param.param.dtype == DType::f32 ? name : name + "_" + std::string(dtype_name(param.param.dtype));
+}
+
+bool touches(const GraphCase& c, DType dtype) {
+  return std::any_of(c.graph.values().begin(), c.graph.values().end(),
+                     [&](const ValueInfo& v) { return v.type.dtype == dtype; });
+}
 
 std::string fmt(double v) {
   std::ostringstream s;
@@ -109,7 +137,8 @@ std::string compare(const std::shared_ptr<Context>& ctx, const GraphCase& c, con
 }
 
 TEST_P(BoundarySweep, MatchesTheF64OracleForwardAndGradient) {
-  const OpId op = GetParam();
+  const auto [op, dtype] = GetParam();
+  const bool low_precision = dtype != DType::f32;
   auto ctx = make_context();
   // Four size tiers, by case: plain boundary draws (2 in 6), boundary draws of at least 128 (2 in
   // 6: row segments, tiles), of at least 8192 (1 in 6: split rows, split-K, chunked sums), and of
@@ -119,6 +148,7 @@ TEST_P(BoundarySweep, MatchesTheF64OracleForwardAndGradient) {
   for (auto& tier : tiers) {
     tier = tg::testing::boundary_options();
     tier.size.boundary_chance = 0.5;  // one op per graph: draw its dims at the boundaries more often
+    tier.float_dtypes = {dtype};
   }
   tiers[1].size.min_boundary = 128;
   tiers[2].size.min_boundary = 8192;
@@ -127,14 +157,15 @@ TEST_P(BoundarySweep, MatchesTheF64OracleForwardAndGradient) {
   tiers[3].size.max_elements = std::int64_t{1} << 21;
   tiers[3].max_graph_elements = std::int64_t{1} << 23;
   constexpr std::array<int, 6> kTierOfCase{0, 0, 1, 1, 2, 3};
-  const int cases = tg::testing::scaled_cases(cases_for(op));
+  const int cases = tg::testing::scaled_cases(low_precision ? kLowPrecisionCases : cases_for(op));
   int checked = 0;
-  for (int i = 0; i < cases || (i < 2 * cases && has_unreached_path(op)); ++i) {
+  for (int i = 0; i < cases || (!low_precision && i < 2 * cases && has_unreached_path(op)); ++i) {
     const std::uint64_t seed = 0x5eeb0000ULL + static_cast<std::uint64_t>(i) * 104729 + tg::testing::op_seed(op);
     const std::array<OpId, 1> only{op};
     const auto& tier = tiers[static_cast<std::size_t>(kTierOfCase[static_cast<std::size_t>(i % 6)])];
     const GraphCase c = tg::testing::build_graph({tg::testing::Step{0, seed}}, only, tier);
-    if (c.graph.nodes().empty()) continue;  // the step was skipped (a non-finite or huge result)
+    if (c.graph.nodes().empty()) continue;              // the step was skipped (a non-finite or huge result)
+    if (low_precision && !touches(c, dtype)) continue;  // the sample drew integer inputs only
     ProgramOptions options;
     std::optional<ScopedSmallLaunchThresholdsForTesting> small;
     // The launch setup rotates every 6 cases, so each tier meets each setup.
@@ -153,19 +184,23 @@ TEST_P(BoundarySweep, MatchesTheF64OracleForwardAndGradient) {
     if (std::string why = compare(ctx, c, options); !why.empty()) {
       FAIL() << why << " (" << setup << ", case " << i << ")" << tg::testing::describe(c);
     }
-    if (const auto grads = tg::testing::projected_gradient_case(c, seed)) {
+    const auto grads = low_precision ? tg::testing::dtype_gradient_case(c, dtype, seed)
+                                     : tg::testing::projected_gradient_case(c, seed);
+    if (grads) {
       if (std::string why = compare(ctx, *grads, options); !why.empty()) {
         FAIL() << why << " (" << setup << ", case " << i << ", gradient graph)" << tg::testing::describe(*grads);
       }
     }
     ++checked;
   }
-  EXPECT_GT(checked, 0) << op_name(op) << ": every boundary sample was skipped";
+  if (!low_precision) {
+    EXPECT_GT(checked, 0) << op_name(op) << ": every boundary sample was skipped";
+  }
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
   tg::testing::write_path_coverage();
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, BoundarySweep, ::testing::ValuesIn(all_ops().begin(), all_ops().end()), sweep_name);
+INSTANTIATE_TEST_SUITE_P(Registry, BoundarySweep, ::testing::ValuesIn(ops_in_dtypes()), sweep_name);
 
 }  // namespace
 }  // namespace tg::vk
