@@ -55,12 +55,13 @@ interp::Buffer<T> to_buffer(const HostTensor& t) {
     if (t.storage() == HostStorage::f32) {
       std::ranges::copy(t.f32_data(), real.begin());
     } else if (t.storage() == HostStorage::f64) {
-      // The oracle keeps wide values as given (a finite-difference step may be finer than the
-      // dtype); f32 mode stores them in the dtype, as every other value of that dtype.
+      // The oracle keeps wide f32 values as given (a finite-difference step may be finer than
+      // f32) and stores a 16-bit input's values in its dtype, as every value of that dtype; f32
+      // mode stores them in the dtype.
       const DType dtype = t.type.dtype;
       std::ranges::transform(t.f64_data(), real.begin(), [dtype](double v) {
-        return std::is_same_v<T, float> ? round_to_dtype(static_cast<float>(round_to_dtype(v, dtype)), dtype)
-                                        : static_cast<T>(v);
+        if (std::is_same_v<T, double>) return static_cast<T>(is_low_precision(dtype) ? round_to_dtype(v, dtype) : v);
+        return static_cast<T>(round_to_dtype(static_cast<float>(round_to_dtype(v, dtype)), dtype));
       });
     } else {
       for (std::size_t i = 0; i < n; ++i) real[i] = static_cast<T>(t.at_unchecked(i));

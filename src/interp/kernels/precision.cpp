@@ -7,6 +7,7 @@
 #include "../parallel.h"
 #include "families.h"
 #include "tensorgrad/ir/launch_paths.h"
+#include "tensorgrad/ir/low_precision.h"
 
 namespace tg::interp {
 
@@ -29,10 +30,15 @@ void cast_kernel(const KernelCall<T>& call) {
     return;
   }
   kCastFromInts.hit();
+  // An i32 past 2^24 is not an f32: rounding it to f32 and then to a 16-bit dtype could round twice
+  // (a value just past a bf16 tie lands on the tie). Round once, from the exact integer (to f32 the
+  // cast to T does that; the oracle keeps f32 values unrounded, as everywhere).
   const std::span<const std::int32_t> in = call.ints(0);
+  const DType to = call.output_type.dtype;
   parallel_chunks(call.output_type.size(), kGrain, [&](std::int64_t begin, std::int64_t end) {
     for (auto i = static_cast<std::size_t>(begin); i < static_cast<std::size_t>(end); ++i) {
-      out[i] = static_cast<T>(in[i]);
+      const auto exact = static_cast<double>(in[i]);
+      out[i] = static_cast<T>(is_low_precision(to) ? round_to_dtype(exact, to) : exact);
     }
   });
 }
