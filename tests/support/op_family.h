@@ -61,8 +61,8 @@ inline void expect_def_parts(OpId id) {
 // f64 oracle start from the same numbers.
 inline HostTensor draw_input(const TensorType& type, const ValueDomain& domain, SampleRng& rng) {
   std::vector<double> values = domain.draw(rng, type.size());
-  if (type.dtype == DType::f32) {
-    for (double& v : values) v = static_cast<double>(static_cast<float>(v));
+  if (is_float(type.dtype)) {
+    for (double& v : values) v = round_to_dtype(v, type.dtype);
   }
   return HostTensor::of(type, std::move(values));
 }
