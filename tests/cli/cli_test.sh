@@ -99,6 +99,19 @@ PY
     # dot
     expect_rc 0 "$tg" dot "$graph"
     head -c 7 "$work/out" | grep -q '^digraph' || fail "dot output does not start with digraph"
+    # 16-bit dtypes: drawn f16 inputs, a cast to bf16, the types shown by run and dot.
+    cat >"$work/half.graph" <<'GRAPH'
+graph half(%x: f16[2,3]) {
+  %0 = cast(%x) {dtype=bf16} : bf16[2,3]
+  %1 = sum(%0) {axes=[1], keep_dims=false} : bf16[2]
+  return y=%1, x16=%x
+}
+GRAPH
+    expect_rc 0 "$tg" run "$work/half.graph" --backend "$backend" -q
+    expect_text "^y  bf16\[2\]  min "
+    expect_text "^x16  f16\[2,3\]  min "
+    expect_rc 0 "$tg" dot "$work/half.graph"
+    expect_text "cast.*dtype=bf16.*bf16\[2,3\]"
     ;;
 
   errors)

@@ -248,7 +248,7 @@ PreparedInputs prepare_inputs(const Graph& graph, const InputOptions& options) {
       prepared.tensors.emplace(input.name, draw_input(graph, input, options.seed, lo, hi));
     } catch (const std::bad_alloc&) {
       const TensorType& type = graph.type(input.value);
-      const std::uint64_t bytes = static_cast<std::uint64_t>(type.size()) * (type.dtype == DType::boolean ? 1 : 4);
+      const std::uint64_t bytes = static_cast<std::uint64_t>(type.size()) * dtype_bytes(type.dtype);
       throw ToolError(kOutOfMemory, "cannot draw input '" + input.name + "' (" + type.to_string() + "): its " +
                                         std::to_string(type.size()) + " elements need " + bytes_string(bytes) +
                                         ", more than this host could allocate");
