@@ -73,44 +73,44 @@ std::string hex_bits(std::uint32_t bits) {
   return text;
 }
 
-// Every f16 pattern (NaNs included) cast to f32, bf16 and f16 (the identity, no node) and, through
-// f32, back to f16: each result is the conversion functions' value.
-TEST(Precision, CastOfEveryF16PatternMatchesTheConversionFunctions) {
-  std::vector<std::uint16_t> patterns(0x10000);
-  std::vector<std::string> names(patterns.size());
-  for (std::uint32_t i = 0; i <= 0xffffU; ++i) {
-    patterns[i] = static_cast<std::uint16_t>(i);
-    names[i] = "f16 " + hex_bits(i);
-  }
-  const HostTensor x = HostTensor::from_bits(DType::f16, {static_cast<std::int64_t>(patterns.size())}, patterns);
-  std::vector<double> as_f32, as_bf16;
-  for (std::uint16_t bits : patterns) {
-    const float wide = f16_bits_to_f32(bits);
-    as_f32.push_back(wide);
-    as_bf16.push_back(bf16_bits_to_f32(f32_to_bf16_bits(wide)));
-  }
-  for (ComputeType compute : kComputeTypes) {
-    SCOPED_TRACE(compute_name(compute));
-    expect_elements(run_cast(x, DType::f32, compute), DType::f32, as_f32, names);
-    expect_elements(run_cast(x, DType::bf16, compute), DType::bf16, as_bf16, names);
-    // f16 -> f32 -> f16 is the identity on every pattern but NaN, which stays NaN.
-    GraphBuilder b("round_trip");
-    TracingScope scope(b);
-    b.output("y", cast(cast(b.input("x", x.type), DType::f32), DType::f16));
-    const HostTensor back = interpret(b.take(), {{"x", x}}, {.compute = compute}).outputs.at("y");
-    expect_elements(back, DType::f16, as_f32, names);
-  }
-  // In f32 mode the 16-bit result is stored as its bits: the round trip gives every non-NaN pattern
-  // back, and a quiet NaN exactly.
-  GraphBuilder b("round_trip_bits");
-  TracingScope scope(b);
-  b.output("y", cast(cast(b.input("x", x.type), DType::f32), DType::f16));
-  const HostTensor back = interpret(b.take(), {{"x", x}}, {.compute = ComputeType::f32}).outputs.at("y");
-  ASSERT_EQ(back.storage(), HostStorage::f16);
-  for (std::uint32_t i = 0; i <= 0xffffU; ++i) {
-    const bool signalling_nan = (i & 0x7c00U) == 0x7c00U && (i & 0x3ffU) != 0 && (i & 0x200U) == 0;
-    const std::uint32_t want = signalling_nan ? (i | 0x200U) : i;
-    ASSERT_EQ(back.bits16_data()[i], want) << "pattern " << hex_bits(i);
+// Every pattern of each 16-bit dtype (NaNs included) cast to f32 and to the other 16-bit dtype, and
+// through f32 back to its own: each result is the conversion functions' value.
+TEST(Precision, CastOfEvery16BitPatternMatchesTheConversionFunctions) {
+  for (DType from : kLowPrecision) {
+    SCOPED_TRACE("from " + std::string(dtype_name(from)));
+    const DType other = from == DType::f16 ? DType::bf16 : DType::f16;
+    std::vector<std::uint16_t> patterns(0x10000);
+    std::vector<std::string> names(patterns.size());
+    std::vector<double> as_f32, as_other;
+    for (std::uint32_t i = 0; i <= 0xffffU; ++i) {
+      patterns[i] = static_cast<std::uint16_t>(i);
+      names[i] = std::string(dtype_name(from)) + " " + hex_bits(i);
+      const float wide = low_precision_bits_to_f32(patterns[i], from);
+      as_f32.push_back(wide);
+      as_other.push_back(low_precision_bits_to_f32(f32_to_low_precision_bits(wide, other), other));
+    }
+    const HostTensor x = HostTensor::from_bits(from, {static_cast<std::int64_t>(patterns.size())}, patterns);
+    for (ComputeType compute : kComputeTypes) {
+      SCOPED_TRACE(compute_name(compute));
+      expect_elements(run_cast(x, DType::f32, compute), DType::f32, as_f32, names);
+      expect_elements(run_cast(x, other, compute), other, as_other, names);
+      // Through f32 and back is the identity on every pattern but NaN, which stays NaN.
+      GraphBuilder b("round_trip");
+      TracingScope scope(b);
+      b.output("y", cast(cast(b.input("x", x.type), DType::f32), from));
+      const HostTensor back = interpret(b.take(), {{"x", x}}, {.compute = compute}).outputs.at("y");
+      expect_elements(back, from, as_f32, names);
+      if (compute != ComputeType::f32) continue;
+      // In f32 mode a 16-bit result is stored as its bits: every non-NaN pattern comes back as it
+      // was, a quiet NaN exactly, a signalling one quieted.
+      ASSERT_EQ(back.storage(), from == DType::f16 ? HostStorage::f16 : HostStorage::bf16);
+      const std::uint32_t exponent = from == DType::f16 ? 0x7c00U : 0x7f80U;
+      const std::uint32_t quiet = from == DType::f16 ? 0x200U : 0x40U;
+      for (std::uint32_t i = 0; i <= 0xffffU; ++i) {
+        const bool signalling_nan = (i & exponent) == exponent && (i & ~exponent & 0x7fffU) != 0 && (i & quiet) == 0;
+        ASSERT_EQ(back.bits16_data()[i], signalling_nan ? (i | quiet) : i) << "pattern " << hex_bits(i);
+      }
+    }
   }
 }
 
