@@ -6,7 +6,7 @@ element, a partial combined in another order, a freed range forgotten, a boundar
 Classes: "split reduction" (work cut into blocks, chunks or tiles and combined), "promise" (a
 documented bit-exactness or accuracy claim), "placement" (the Vulkan buffer plan), "file format"
 (safetensors and the text format at the byte), "rule" (gradient and optimizer rules), "kernel"
-(other kernel slips).
+(other kernel slips), "low precision" (16-bit rounding and dtypes).
 """
 
 SUITES = {
@@ -215,5 +215,46 @@ MUTANTS = [
         "find": "if (i < i1) edge_kernel(g, i, i1 - i, j0, j1 - j0, k0, k1);",
         "replace": "if (i + 1 < i1) edge_kernel(g, i, i1 - i, j0, j1 - j0, k0, k1);",
         "suites": INTERP,
+    },
+    # ---- low precision ---------------------------------------------------------------------------
+    {
+        "name": "bf16-ties-round-away-from-zero",
+        "class": "low precision",
+        "file": "src/ir/low_precision.cpp",
+        "find": "const std::uint32_t rounded = bits + 0x7fffU + ((bits >> 16) & 1U);",
+        "replace": "const std::uint32_t rounded = bits + 0x8000U;",
+        "suites": ["unit"],
+    },
+    {
+        "name": "f16-subnormals-truncate",
+        "class": "low precision",
+        "file": "src/ir/low_precision.cpp",
+        "find": "static_cast<std::uint16_t>(std::nearbyint(scaled))",
+        "replace": "static_cast<std::uint16_t>(std::trunc(scaled))",
+        "suites": ["unit"],
+    },
+    {
+        "name": "interp-leaves-bf16-unrounded-on-store",
+        "class": "low precision",
+        "file": "src/interp/interpreter.cpp",
+        "find": "if (is_low_precision(out_type.dtype)) {\n      for (T& v : out.real) v = round_to_dtype(v, out_type.dtype);",
+        "replace": "if (out_type.dtype == DType::f16) {\n      for (T& v : out.real) v = round_to_dtype(v, out_type.dtype);",
+        "suites": ["unit"],
+    },
+    {
+        "name": "cast-gradient-keeps-the-cotangent-dtype",
+        "class": "low precision",
+        "file": "src/ir/ops/precision.cpp",
+        "find": "return {cast(args.cotangent, from)};",
+        "replace": "return {args.cotangent};",
+        "suites": ["unit", "property"],
+    },
+    {
+        "name": "max-gradient-mask-in-f32",
+        "class": "low precision",
+        "file": "src/ir/ops/reduce.cpp",
+        "find": "const Tensor hits = cast(where(equal(x, spread_back(args.output, in_shape, axes)), 1.0, 0.0), x.dtype());",
+        "replace": "const Tensor hits = where(equal(x, spread_back(args.output, in_shape, axes)), 1.0, 0.0);",
+        "suites": ["property"],
     },
 ]
