@@ -8,12 +8,20 @@
               which the C++ test checks byte for byte against its own output), with
               safetensors.numpy, safetensors.torch and safe_open, and checks every tensor, dtype,
               shape and the metadata
+  check16 FILE
+              reads FILE, written by tensorgrad (tests/unit/data/safetensors/cpp_written_16bit.safetensors,
+              which tests/unit/safetensors_16bit_test.cpp checks byte for byte), as PyTorch lays
+              F16 and BF16 out: each tensor's bytes through torch.frombuffer as torch.float16 or
+              torch.bfloat16, compared bit for bit with the patterns the C++ test wrote; with the
+              safetensors package present, also through safetensors.torch.load_file. Needs only
+              torch (Debian's python3-torch)
 
 Needs numpy, torch and safetensors (not in Debian 12; see docs/training/safetensors.md for where
 it ran). The values are simple formulas that tests/unit/safetensors_test.cpp repeats: change both
 together.
 """
 import json
+import math
 import struct
 import sys
 from pathlib import Path
@@ -143,7 +151,86 @@ def check(path):
     return 0
 
 
+# tests/unit/safetensors_16bit_test.cpp (kF16Bits, kBf16Bits) repeats these: change both together.
+F16_BITS = [0x7E01, 0xFE00, 0x7C01, 0x7C00, 0xFC00, 0x0001, 0x03FF, 0x8000, 0x7BFF, 0x3C00, 0xFBFF, 0x8001]
+BF16_BITS = [0x7FC1, 0xFFC0, 0x7F81, 0x7F80, 0xFF80, 0x0001, 0x007F, 0x8000, 0x7F7F, 0x3F80, 0xFF7F, 0x8001]
+
+
+def cpp16_expected():
+    import torch
+
+    def from_bits(bits, dtype, shape):
+        signed = [b - 0x10000 if b >= 0x8000 else b for b in bits]
+        return torch.tensor(signed, dtype=torch.int16).view(dtype).reshape(shape)
+
+    return {
+        "half": from_bits(F16_BITS, torch.float16, (3, 4)),
+        "brain": from_bits(BF16_BITS, torch.bfloat16, (2, 6)),
+        "f32": torch.tensor([1.5], dtype=torch.float32),
+    }
+
+
+def same_torch_bits(got, want):
+    """Equal dtype, shape and bit patterns (NaN payloads and -0.0 included)."""
+    if got.dtype != want.dtype or tuple(got.shape) != tuple(want.shape):
+        return False
+    import torch
+
+    as_int = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32}[want.dtype]
+    return bool(torch.equal(got.contiguous().view(as_int), want.contiguous().view(as_int)))
+
+
+def check16(path):
+    import torch
+
+    names = {"F16": torch.float16, "BF16": torch.bfloat16, "F32": torch.float32}
+    print(f"torch {torch.__version__}")
+    want = cpp16_expected()
+    failures = []
+    raw = bytearray(Path(path).read_bytes())
+    (header_size,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8 : 8 + header_size])
+    data_start = 8 + header_size
+    got = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        dtype = names.get(info["dtype"])
+        if dtype is None:
+            failures.append(f"{name!r}: dtype {info['dtype']}")
+            continue
+        element = torch.tensor([], dtype=dtype).element_size()
+        if end - begin != element * math.prod(info["shape"]):
+            failures.append(f"{name!r}: {end - begin} bytes for {info['dtype']}{info['shape']}")
+            continue
+        got[name] = torch.frombuffer(raw, dtype=dtype, count=(end - begin) // element,
+                                     offset=data_start + begin).reshape(info["shape"])
+    try:
+        from safetensors.torch import load_file as load_torch
+    except ImportError:
+        load_torch = None
+        print("the safetensors package is not installed: checked with torch.frombuffer only")
+    readers = {"torch.frombuffer": got}
+    if load_torch:
+        readers["safetensors.torch"] = load_torch(path)
+    for reader, tensors in readers.items():
+        if sorted(tensors) != sorted(want):
+            failures.append(f"{reader}: tensors {sorted(tensors)}, want {sorted(want)}")
+        for name, value in want.items():
+            t = tensors.get(name)
+            if t is None or not same_torch_bits(t, value):
+                failures.append(f"{reader}: {name!r} is {t!r}, want {value!r}")
+    if failures:
+        print("FAILED:\n  " + "\n  ".join(failures))
+        return 1
+    print(f"ok: {path} reads back in PyTorch bit for bit: {len(want)} tensors ({', '.join(sorted(readers))})")
+    return 0
+
+
 def main(argv):
+    if len(argv) == 3 and argv[1] == "check16":
+        return check16(argv[2])
     if len(argv) != 3 or argv[1] not in ("write", "check"):
         print(__doc__)
         return 2

@@ -30,11 +30,12 @@ struct StoredDType {
   DType ours;  // the type it is read as
 };
 
-// The three we write come first: stored_for picks the first entry of each of our dtypes.
+// The five we write come first: stored_for picks the first entry of each of our dtypes. F16 and
+// BF16 are read as f16 and bf16, bit for bit (no conversion).
 constexpr StoredDType kStoredDTypes[] = {
     {"F32", Storage::f32, 4, DType::f32},          {"I32", Storage::signed_int, 4, DType::i32},
-    {"BOOL", Storage::boolean, 1, DType::boolean}, {"F64", Storage::f64, 8, DType::f32},
-    {"F16", Storage::f16, 2, DType::f32},          {"BF16", Storage::bf16, 2, DType::f32},
+    {"BOOL", Storage::boolean, 1, DType::boolean}, {"F16", Storage::f16, 2, DType::f16},
+    {"BF16", Storage::bf16, 2, DType::bf16},       {"F64", Storage::f64, 8, DType::f32},
     {"I64", Storage::signed_int, 8, DType::i32},   {"I16", Storage::signed_int, 2, DType::i32},
     {"I8", Storage::signed_int, 1, DType::i32},    {"U64", Storage::unsigned_int, 8, DType::i32},
     {"U32", Storage::unsigned_int, 4, DType::i32}, {"U16", Storage::unsigned_int, 2, DType::i32},
@@ -251,20 +252,6 @@ Layout read_layout(std::string_view header, std::uint64_t total_size, std::strin
   return layout;
 }
 
-double half_to_double(std::uint16_t h) {
-  const int exponent = (h >> 10) & 0x1F;
-  const int mantissa = h & 0x3FF;
-  double magnitude = 0;
-  if (exponent == 0) {
-    magnitude = std::ldexp(mantissa, -24);  // zero or subnormal
-  } else if (exponent == 31) {
-    magnitude = mantissa == 0 ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
-  } else {
-    magnitude = std::ldexp(mantissa + 1024, exponent - 25);
-  }
-  return (h & 0x8000) ? -magnitude : magnitude;
-}
-
 // Sign-extends the low `bytes` bytes of v.
 std::int64_t sign_extend(std::uint64_t v, std::size_t bytes) {
   const int unused_bits = static_cast<int>(64 - 8 * bytes);
@@ -273,6 +260,12 @@ std::int64_t sign_extend(std::uint64_t v, std::size_t bytes) {
 
 HostTensor decode_entry(const Entry& e, const std::uint8_t* data, std::string_view source) {
   const auto count = static_cast<std::size_t>(num_elements(e.shape));
+  if (e.dtype->storage == Storage::f16 || e.dtype->storage == Storage::bf16) {
+    // The little-endian bit patterns as they are: NaN payloads, -0 and subnormals survive.
+    std::vector<std::uint16_t> bits(count);
+    for (std::size_t i = 0; i < count; ++i) bits[i] = static_cast<std::uint16_t>(read_le(data + 2 * i, 2));
+    return HostTensor::from_bits(e.dtype->ours, e.shape, std::move(bits));
+  }
   std::vector<double> values(count);
   const std::size_t width = e.dtype->bytes;
   for (std::size_t i = 0; i < count; ++i) {
@@ -285,11 +278,8 @@ HostTensor decode_entry(const Entry& e, const std::uint8_t* data, std::string_vi
         values[i] = std::bit_cast<float>(static_cast<std::uint32_t>(raw));
         break;
       case Storage::f16:
-        values[i] = half_to_double(static_cast<std::uint16_t>(raw));
-        break;
-      case Storage::bf16:  // the high half of a float
-        values[i] = std::bit_cast<float>(static_cast<std::uint32_t>(raw << 16));
-        break;
+      case Storage::bf16:
+        break;  // returned above
       case Storage::boolean:
         if (raw > 1) {
           fail(source, "tensor " + in_quotes(e.name) + " is BOOL but element " + std::to_string(i) + " is byte " +
@@ -422,6 +412,15 @@ std::vector<std::uint8_t> encode_safetensors(const TensorMap& tensors, const Saf
   std::memcpy(bytes.data() + 8, header.data(), header.size());
   std::uint8_t* out = bytes.data() + 8 + header.size();
   for (const auto& [name, tensor] : order) {
+    if (is_low_precision(tensor->type.dtype)) {
+      // The 16-bit patterns themselves (a wide tensor is rounded to its dtype first, once).
+      const HostTensor narrow = tensor->narrowed();  // kept alive: the span below points into it
+      for (const std::uint16_t bits : narrow.bits16_data()) {
+        write_le(out, bits, 2);
+        out += 2;
+      }
+      continue;
+    }
     const std::size_t width = stored_for(tensor->type.dtype).bytes;
     for (const double v : tensor->to_f64()) {
       write_le(out, encode_value(tensor->type.dtype, v), width);
@@ -459,21 +458,24 @@ SafetensorsFile load_matching(const std::string& path, const std::map<std::strin
   std::string missing, unexpected, mismatched;
   std::map<std::string_view, const Entry*> found;
   for (const Entry& e : layout.entries) found.emplace(e.name, &e);
-  const auto describe = [](const Entry& e) {
+  // The file's own dtype name is added where it was converted, and on a dtype mismatch (a BF16
+  // tensor for an f32 param names BF16).
+  const auto describe = [](const Entry& e, bool dtype_differs) {
     const bool converted = e.dtype->name != stored_for(e.dtype->ours).name;
-    return e.type().to_string() + (converted ? " (stored as " + std::string(e.dtype->name) + ")" : "");
+    return e.type().to_string() + (converted || dtype_differs ? " (stored as " + std::string(e.dtype->name) + ")" : "");
   };
   for (const auto& [name, type] : expected) {
     const auto it = found.find(name);
     if (it == found.end()) {
       missing += (missing.empty() ? "" : ", ") + in_quotes(name) + " " + type.to_string();
     } else if (it->second->type() != type) {
-      mismatched += "\n  " + in_quotes(name) + ": expected " + type.to_string() + ", found " + describe(*it->second);
+      mismatched += "\n  " + in_quotes(name) + ": expected " + type.to_string() + ", found " +
+                    describe(*it->second, it->second->type().dtype != type.dtype);
     }
   }
   for (const Entry& e : layout.entries) {
     if (!expected.contains(e.name))
-      unexpected += (unexpected.empty() ? "" : ", ") + in_quotes(e.name) + " " + describe(e);
+      unexpected += (unexpected.empty() ? "" : ", ") + in_quotes(e.name) + " " + describe(e, false);
   }
   if (!missing.empty() || !unexpected.empty() || !mismatched.empty()) {
     std::string message = "does not hold the expected tensors:";

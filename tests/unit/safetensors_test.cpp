@@ -85,6 +85,12 @@ HostTensor i32(Shape shape, std::vector<double> values) {
 HostTensor boolean(Shape shape, std::vector<double> values) {
   return HostTensor::of({DType::boolean, std::move(shape)}, std::move(values));
 }
+HostTensor f16(Shape shape, std::vector<double> values) {
+  return HostTensor::of({DType::f16, std::move(shape)}, std::move(values));
+}
+HostTensor bf16(Shape shape, std::vector<double> values) {
+  return HostTensor::of({DType::bf16, std::move(shape)}, std::move(values));
+}
 
 // The tensors of cpp_written.safetensors; tools/safetensors_interop.py (cpp_expected) repeats them.
 TensorMap cpp_written_tensors() {
@@ -277,7 +283,7 @@ TEST(Safetensors, ReadsTheFileWrittenByNumpy) {
       // F64 values are kept unrounded.
       {"f64.vector", {"F64", f32({5}, {0.1, -2.5, 1e300, 5e-324, -0.0})}},
       // float16(0.1) is 0.0999755859375; 2^-24 is float16's smallest subnormal.
-      {"f16.values", {"F16", f32({2, 3}, {1.5, -2.0, 65504.0, std::ldexp(1.0, -24), -kInf, 0.0999755859375})}},
+      {"f16.values", {"F16", f16({2, 3}, {1.5, -2.0, 65504.0, std::ldexp(1.0, -24), -kInf, 0.0999755859375})}},
       {"i64.ids", {"I64", i32({4}, {0, -1, 2147483647.0, -2147483648.0})}},
       {"i32.scalar", {"I32", i32({}, {7})}},
       {"i16", {"I16", i32({3}, {-32768, 32767, 5})}},
@@ -310,11 +316,11 @@ TEST(Safetensors, ReadsTheFileWrittenByNumpy) {
 TEST(Safetensors, ReadsTheFileWrittenByTorch) {
   const SafetensorsFile file = load_safetensors((kDataDir / "python_torch.safetensors").string());
   const std::map<std::string, std::pair<std::string, HostTensor>> want = {
-      {"bf16", {"BF16", f32({4}, {1.0, -3.140625, std::ldexp(1.0, 100), std::ldexp(1.0, -133)})}},
+      {"bf16", {"BF16", bf16({4}, {1.0, -3.140625, std::ldexp(1.0, 100), std::ldexp(1.0, -133)})}},
       {"f32", {"F32", f32({2, 3}, {0, 0.5, 1, 1.5, 2, 2.5})}},
       {"mask", {"BOOL", boolean({3}, {1, 0, 1})}},
       {"i64", {"I64", i32({2}, {-5, 3})}},
-      {"f16.negzero", {"F16", f32({1}, {-0.0})}},
+      {"f16.negzero", {"F16", f16({1}, {-0.0})}},
   };
   ASSERT_EQ(file.tensors.size(), want.size());
   for (const auto& [name, dtype_and_tensor] : want) {
@@ -407,7 +413,7 @@ TEST(Safetensors, ReadsWhatTheSpecAllows) {
                              "{\"dtype\":\"I8\",\"shape\":[0],\"data_offsets\":[8,8],\"extra\":null}}   \n ";
   const SafetensorsFile file = decode_safetensors(make_file(header, half));
   EXPECT_EQ(file.metadata, (SafetensorsMetadata{{"k\xc3\xbc\xf0\x9f\x98\x80", "\"\\/\b\f\n\r\t"}}));
-  expect_same(file.tensors.at("h"), f32({4}, {std::ldexp(1.0, -24), kInf, kNaN, -65504.0}), "h");
+  expect_same(file.tensors.at("h"), f16({4}, {std::ldexp(1.0, -24), kInf, kNaN, -65504.0}), "h");
   expect_same(file.tensors.at("z"), f32({0, 2}, {}), "z");
   expect_same(file.tensors.at("e"), i32({0}, {}), "e");
   EXPECT_TRUE(decode_safetensors(make_file("{\"__metadata__\":null}")).metadata.empty());

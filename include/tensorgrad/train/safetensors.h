@@ -5,15 +5,17 @@
 // little-endian and row-major.
 //
 // Writing: f32 tensors are stored as F32 (values rounded to the nearest float, as the f32 backends
-// do on upload), i32 as I32, bool as BOOL. A save writes a temporary file ".<name>.tmp-<pid>-<n>"
-// next to the target, fsyncs it and renames it over the target, so a crash or an error leaves
-// either the old file or the complete new one, never a half-written file (on error the temporary
-// file is removed). A save first removes the temporary files that killed saves of the same target
-// left (their writer's process is gone and nobody holds their lock; docs/training/safetensors.md).
+// do on upload), i32 as I32, bool as BOOL, f16 as F16 and bf16 as BF16: two bytes per element, the
+// tensor's 16-bit patterns as they are (a wide f16/bf16 tensor is rounded to its dtype once). A save writes a temporary
+// file ".<name>.tmp-<pid>-<n>" next to the target, fsyncs it and renames it over the target, so a crash or an error
+// leaves either the old file or the complete new one, never a half-written file (on error the temporary file is
+// removed). A save first removes the temporary files that killed saves of the same target left (their writer's process
+// is gone and nobody holds their lock; docs/training/safetensors.md).
 //
-// Reading: F32, I32 and BOOL come back as f32, i32 and bool. Wider or other types are converted to
-// ours where no value is lost, and refused where one would be:
-//   F16, BF16  -> f32 (exact: every such value is a float)
+// Reading: F32, I32, BOOL, F16 and BF16 come back as f32, i32, bool, f16 and bf16 (F16 and BF16
+// bit for bit: NaN payloads, -0 and subnormals kept). An F16 or BF16 tensor is not widened to f32:
+// loading one for an f32 param is a dtype mismatch (load_matching), cast it explicitly instead.
+// Wider or other types are converted to ours where no value is lost, and refused where one would be:
 //   F64        -> f32 tensor type, but the double values are kept unrounded in HostTensor::values
 //                 (the f64 oracle sees them exactly; f32 backends round them on upload)
 //   I8, I16, U8, U16 -> i32 (exact);  I64, U32, U64 -> i32 when every value fits, else an error
