@@ -158,14 +158,19 @@ void Context::create_device(bool float_controls, bool buffer_device_address) {
   device_info.pQueueCreateInfos = &queue_info;
   device_info.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
   device_info.ppEnabledExtensionNames = extensions.data();
-  // Features are enabled only on request, so a default context creates the device exactly as
-  // before. VkPhysicalDeviceVulkan12Features may be chained only on a 1.2 device (float controls
-  // above need no feature: they are properties the shaders' execution modes rely on).
+  // Features are enabled only on request, except 16-bit storage, which f16 and bf16 values need
+  // (their buffers hold 2 bytes per element) and which changes nothing for other graphs.
+  // VkPhysicalDeviceVulkan12Features may be chained only on a 1.2 device (float controls above need
+  // no feature: they are properties the shaders' execution modes rely on).
   VkPhysicalDeviceVulkan12Features features12{};
   features12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+  VkPhysicalDevice16BitStorageFeatures storage16{};
+  storage16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+  storage16.storageBuffer16BitAccess = info_.storage_buffer_16bit_access ? VK_TRUE : VK_FALSE;
   VkPhysicalDeviceFeatures2 features{};
   features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-  features.pNext = &features12;
+  features.pNext = &storage16;
+  if (info_.storage_buffer_16bit_access) device_info.pNext = &features;
   if (buffer_device_address && version >= VK_API_VERSION_1_2) {
     VkPhysicalDeviceVulkan12Features supported12{};
     supported12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
@@ -178,7 +183,10 @@ void Context::create_device(bool float_controls, bool buffer_device_address) {
     features12.bufferDeviceAddress = buffer_device_address_ ? VK_TRUE : VK_FALSE;
     features.features.shaderInt64 = shader_int64_ ? VK_TRUE : VK_FALSE;
     // With pNext set, pEnabledFeatures must stay null: VkPhysicalDeviceFeatures2 replaces it.
-    if (buffer_device_address_) device_info.pNext = &features;
+    if (buffer_device_address_) {
+      storage16.pNext = &features12;
+      device_info.pNext = &features;
+    }
   }
   check(vkCreateDevice(physical_device_, &device_info, nullptr, &device_),
         "creating the logical device on " + info_.name);

@@ -259,6 +259,13 @@ DeviceInfo describe_device(VkPhysicalDevice device, std::uint32_t index) {
   props.pNext = base.apiVersion >= VK_API_VERSION_1_2 ? static_cast<void*>(&driver) : &subgroup;
   vkGetPhysicalDeviceProperties2(device, &props);
   info.max_memory_allocation_size = maintenance3.maxMemoryAllocationSize;
+  VkPhysicalDevice16BitStorageFeatures storage16{};
+  storage16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+  VkPhysicalDeviceFeatures2 features{};
+  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features.pNext = &storage16;
+  vkGetPhysicalDeviceFeatures2(device, &features);
+  info.storage_buffer_16bit_access = storage16.storageBuffer16BitAccess == VK_TRUE;
   info.subgroup_size = subgroup.subgroupSize;
   if (base.apiVersion >= VK_API_VERSION_1_2) {
     info.driver_name = driver.driverName;

@@ -9,12 +9,14 @@
 #include <set>
 
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/ir/low_precision.h"
 #include "tensorgrad/ir/ops/op_def.h"
 #include "vk/buffer.h"
 #include "vk/commands.h"
 #include "vk/compute.h"
 #include "vk/executor_recording.h"
 #include "vk/kernels/kernels.h"
+#include "vk/low_precision_lowering.h"
 #include "vk/plan.h"
 #include "vk/program_plan.h"
 
@@ -27,9 +29,27 @@ bool has_kernel(OpId op) {
 
 namespace {
 
-// A host tensor's elements as the device's 32-bit words: f32 and i32 storage copied as they are,
-// bool bytes widened, wide (f64) elements rounded to float or converted to int32.
+// A host tensor's elements as the device stores them (vk/plan.h, device_element_bytes): f32 and
+// i32 storage copied as they are, bool bytes widened to 32-bit words, wide (f64) elements rounded
+// to float or converted to int32; a 16-bit dtype as its 16-bit patterns, copied from f16 or bf16
+// storage, or rounded once to the dtype from any other (an f64 element directly from the double, as
+// the interpreters store it).
 void write_words(const HostTensor& t, std::byte* dst) {
+  const DType dtype = t.type.dtype;
+  if (is_low_precision(dtype)) {
+    const bool as_is = (dtype == DType::f16 && t.storage() == HostStorage::f16) ||
+                       (dtype == DType::bf16 && t.storage() == HostStorage::bf16);
+    if (as_is) {
+      if (t.size() > 0) std::memcpy(dst, t.raw_data(), 2 * t.size());
+      return;
+    }
+    for (std::size_t e = 0; e < t.size(); ++e) {
+      const auto once = static_cast<float>(round_to_dtype(t.at_unchecked(e), dtype));
+      const std::uint16_t bits = f32_to_low_precision_bits(once, dtype);
+      std::memcpy(dst + 2 * e, &bits, 2);
+    }
+    return;
+  }
   switch (t.storage()) {
     case HostStorage::f32:
     case HostStorage::i32:
@@ -41,7 +61,7 @@ void write_words(const HostTensor& t, std::byte* dst) {
     case HostStorage::bf16:
       break;
   }
-  const bool real = is_float(t.type.dtype);
+  const bool real = is_float(dtype);
   for (std::size_t e = 0; e < t.size(); ++e) {
     const double v = t.at_unchecked(e);
     const std::uint32_t word = real ? std::bit_cast<std::uint32_t>(static_cast<float>(v))
@@ -50,9 +70,14 @@ void write_words(const HostTensor& t, std::byte* dst) {
   }
 }
 
-// Device words as a host tensor in its dtype's own storage.
+// Device words as a host tensor in its dtype's own storage (16-bit dtypes: their bit patterns).
 HostTensor read_words(const TensorType& type, const std::byte* src) {
   const auto n = static_cast<std::size_t>(type.size());
+  if (is_low_precision(type.dtype)) {
+    std::vector<std::uint16_t> bits(n);
+    if (n > 0) std::memcpy(bits.data(), src, 2 * n);
+    return HostTensor::from_bits(type.dtype, type.shape, std::move(bits));
+  }
   if (type.dtype == DType::f32) {
     std::vector<float> values(n);
     if (n > 0) std::memcpy(values.data(), src, 4 * n);
@@ -84,7 +109,7 @@ struct Program::Impl {
   bool uncommitted = false;                    // the last run deferred its writebacks
 
   Impl(std::shared_ptr<Context> context, const Graph& g, ProgramOptions opts)
-      : ctx(std::move(context)), graph(g), options(std::move(opts)) {
+      : ctx(std::move(context)), graph(prepare_low_precision(g, ctx->info())), options(std::move(opts)) {
     ProgramPlan planned = plan_program(graph, ctx->info(), options);
     plan = std::move(planned.plan);
     stats = planned.stats;
@@ -123,7 +148,7 @@ struct Program::Impl {
     one.emplace(std::string(name), value);
     validate_inputs(graph, one, [](const GraphInput&) { return false; });
     if (value.size() == 0) return;
-    std::vector<std::byte> bytes(value.size() * 4);
+    std::vector<std::byte> bytes(device_value_bytes(value.type));
     write_words(value, bytes.data());
     upload(recorded.blocks[slot(*id).block], bytes, slot(*id).offset);
   }
@@ -139,7 +164,7 @@ struct Program::Impl {
   // Value v's words at `s` (a range of the device buffer), downloaded now.
   HostTensor download_value(ValueId v, const ValueSlot& s) const {
     const TensorType& type = graph.type(v);
-    std::vector<std::byte> bytes(static_cast<std::size_t>(type.size()) * 4);
+    std::vector<std::byte> bytes(type.size() > 0 ? device_value_bytes(type) : 0);
     if (!bytes.empty()) download(recorded.block(s), bytes, s.offset);
     return read_words(type, bytes.data());
   }

@@ -221,9 +221,8 @@ BufferPlan plan_buffers(const Graph& graph, const PlanLimits& limits, const Plan
   const std::uint64_t max_allocation = limits.max_memory_allocation_size;
   std::uint64_t largest = 0;  // slot and guard
   for (std::size_t v = 0; v < values.size(); ++v) {
-    const auto elements = static_cast<std::uint64_t>(std::max<std::int64_t>(values[v].type.size(), 1));
     ValueSlot& slot = plan.slots[v];
-    slot.bytes = elements * 4;
+    slot.bytes = device_value_bytes(values[v].type);
     slot.guard_bytes = guard;
     if (slot.bytes > max_range) {
       throw LimitError("Vulkan buffer plan: value %" + std::to_string(v) + " (" + values[v].type.to_string() +

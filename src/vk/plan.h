@@ -6,6 +6,7 @@
 // existing one has room below the block cap). Graph inputs and outputs stay live for the whole
 // program. Optional guard regions after every value hold a sentinel pattern the executor can check
 // after a run, to catch kernels writing past their output.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -64,10 +65,21 @@ struct PlanOptions {
 
 inline constexpr std::uint32_t k_guard_word = 0xDEADBEEFu;
 
+// Bytes of one element of `dtype` on the device: 2 for f16 and bf16 (their bit patterns, read and
+// written only by the cast kernel, shaders/cast.comp), 4 for f32, i32 and bool (a bool is a 32-bit
+// word there).
+inline std::uint64_t device_element_bytes(DType dtype) { return is_low_precision(dtype) ? 2 : 4; }
+// The bytes of a value of `type` on the device: its elements, rounded up to whole 32-bit words, and
+// at least one word (an empty value still gets a binding).
+inline std::uint64_t device_value_bytes(const TensorType& type) {
+  const auto elements = static_cast<std::uint64_t>(std::max<std::int64_t>(type.size(), 1));
+  return (elements * device_element_bytes(type.dtype) + 3) / 4 * 4;
+}
+
 struct ValueSlot {
   std::uint32_t block = 0;         // which allocation
   std::uint64_t offset = 0;        // within the block
-  std::uint64_t bytes = 0;         // the payload: 4 bytes per element, at least 4
+  std::uint64_t bytes = 0;         // the payload: device_value_bytes (below)
   std::uint64_t guard_offset = 0;  // = offset + bytes
   std::uint64_t guard_bytes = 0;
 };

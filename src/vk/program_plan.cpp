@@ -10,6 +10,7 @@
 #include "tensorgrad/ir/ops/op_def.h"
 #include "tensorgrad/vk/error.h"
 #include "vk/fusion.h"
+#include "vk/low_precision_lowering.h"
 #include "vk/transpose_absorb.h"
 
 namespace tg::vk {
@@ -121,7 +122,7 @@ ProgramPlan plan_program(const Graph& graph, const DeviceInfo& info, const Progr
   std::uint64_t constant_bytes = 0;
   for (std::size_t n = 0; n < p.launches.size(); ++n) {
     const Node& node = graph.nodes()[n];
-    const std::uint64_t bytes = 4 * static_cast<std::uint64_t>(graph.type(node.output).size());
+    const std::uint64_t bytes = device_value_bytes(graph.type(node.output));
     if (!node.inputs.empty() || p.launches[n].items == 0 || p.writeback_sources.contains(node.output) ||
         constant_bytes + bytes > kMaxConstantBytes) {
       continue;
@@ -177,7 +178,7 @@ ProgramPlan plan_program(const Graph& graph, const DeviceInfo& info, const Progr
 }
 
 ProgramStats plan_memory(const Graph& graph, const DeviceInfo& info, const ProgramOptions& options) {
-  return plan_program(graph, info, options).stats;
+  return plan_program(prepare_low_precision(graph, info), info, options).stats;
 }
 
 }  // namespace tg::vk

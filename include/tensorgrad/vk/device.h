@@ -48,6 +48,11 @@ struct DeviceInfo {
   // (DenormPreserve). Context enables what is supported (ContextOptions::float_controls).
   bool can_preserve_nan_inf_signed_zero = false;
   bool can_preserve_denormals = false;
+  // VkPhysicalDevice16BitStorageFeatures::storageBuffer16BitAccess (core in Vulkan 1.1, optional):
+  // shaders may load and store 16-bit words in storage buffers. The f16 and bf16 values live on the
+  // device at 2 bytes per element, which needs it; Context enables it wherever it is supported, and
+  // a Program refuses a graph with a 16-bit value on a device without it (LimitError).
+  bool storage_buffer_16bit_access = false;
   std::uint32_t subgroup_size = 0;    // VkPhysicalDeviceSubgroupProperties
   float timestamp_period = 0;         // nanoseconds per timestamp tick
   bool timestamps_supported = false;  // timestamp queries work on the compute queue family below
