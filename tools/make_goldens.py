@@ -93,7 +93,7 @@ if __name__ == "__main__":
 
 import torch  # noqa: E402
 
-from goldens.spec import Case, InputSpec  # noqa: E402
+from goldens.spec import SIXTEEN_BIT, Case, InputSpec  # noqa: E402
 
 
 def loaded_blas() -> list:
@@ -156,8 +156,21 @@ def case_seed(module: str, name: str) -> int:
     return zlib.crc32(f"{module}/{name}".encode("utf-8"))
 
 
+def to_16bit(v: float, kind: str) -> float:
+    """v rounded to float16 or bfloat16 (by PyTorch, from float64 directly), as a Python float."""
+    dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[kind]
+    return float(torch.tensor([v], dtype=torch.float64).to(dtype).double().item())
+
+
 def draw_values(spec: InputSpec, rng) -> list:
+    if spec.kind in SIXTEEN_BIT and spec.values is not None:
+        return [to_16bit(v, spec.kind) for v in spec.values]
+    if spec.kind in SIXTEEN_BIT:
+        wide = draw_values(InputSpec("f32", spec.shape, spec.lo, spec.hi, spec.untied, spec.integral, spec.values), rng)
+        return [to_16bit(v, spec.kind) for v in wide]
     n = spec.size()
+    if spec.values is not None:
+        return [to_f32(v) for v in spec.values]
     if spec.kind == "i32":
         return [rng.randint(spec.lo, spec.hi) for _ in range(n)]
     if spec.kind == "bool":
@@ -180,7 +193,8 @@ def draw_values(spec: InputSpec, rng) -> list:
 
 
 def make_tensor(spec: InputSpec, values: list, requires_grad: bool):
-    dtype = {"f32": torch.float64, "i32": torch.int64, "bool": torch.bool}[spec.kind]
+    dtype = {"f32": torch.float64, "i32": torch.int64, "bool": torch.bool, "f16": torch.float16,
+             "bf16": torch.bfloat16}[spec.kind]
     data = [bool(v) for v in values] if spec.kind == "bool" else values
     t = torch.tensor(data, dtype=dtype).reshape(spec.shape)
     if spec.kind == "f32" and requires_grad:
@@ -191,6 +205,10 @@ def make_tensor(spec: InputSpec, values: list, requires_grad: bool):
 def output_kind(t) -> str:
     if t.dtype == torch.bool:
         return "bool"
+    if t.dtype == torch.float16:
+        return "f16"
+    if t.dtype == torch.bfloat16:
+        return "bf16"
     if t.dtype.is_floating_point:
         return "f32"
     if t.dtype.is_complex:
@@ -200,7 +218,7 @@ def output_kind(t) -> str:
 
 def tensor_values(t, kind: str) -> list:
     flat = t.detach().reshape(-1)
-    if kind == "f32":
+    if kind in ("f32",) + SIXTEEN_BIT:
         return [float(v) for v in flat.double().tolist()]
     values = [int(v) for v in flat.tolist()]
     if kind == "i32" and any(v < -2**31 or v >= 2**31 for v in values):
@@ -241,7 +259,7 @@ def format_attr(value) -> str:
 
 
 def format_value(v, kind: str) -> str:
-    return repr(float(v)) if kind == "f32" else str(int(v))
+    return repr(float(v)) if kind in ("f32",) + SIXTEEN_BIT else str(int(v))
 
 
 def tensor_lines(head: str, kind: str, shape, values: list) -> list:
@@ -284,8 +302,9 @@ def run_case(case: Case, module: str) -> list:
     out_values = tensor_values(out, kind)
 
     lines = [f"case {case.name}"]
-    if case.note:
-        lines += ["# " + line for line in case.note.splitlines()]
+    note = "\n".join(filter(None, [case.note, getattr(case, "note_after_run", {}).get("note")]))
+    if note:
+        lines += ["# " + line for line in note.splitlines()]
     lines.append(f"call {case.call}")
     lines += [f"attr {key} = {format_attr(value)}" for key, value in case.attrs.items()]
     for name, spec in case.inputs.items():

@@ -1,7 +1,7 @@
 // Explicit golden calls of the elementwise_binary family (cases in tools/goldens/elementwise_binary.py).
 // Every two-input op of the family, taken from the registry, also accepts the front-end's scalar
 // operand: one input and a scalar attribute `rhs` (x op rhs) or `lhs` (lhs op x), which becomes a
-// 0-d f32 constant rounded to float32 as the front-end's (tg::scalar). where takes a scalar
+// 0-d constant of the input's dtype, rounded to it, as the front-end's. where takes a scalar
 // `if_true` or `if_false` the same way.
 #include "golden_calls.h"
 #include "tensorgrad/ir/ops/ids/elementwise_binary.h"
@@ -19,8 +19,12 @@ Tensor scalar_operand_call(OpId op, const std::vector<Tensor>& in, const Attrs& 
   const std::string name(op_name(op));
   if (lhs && rhs) throw Error("golden call '" + name + "' takes a scalar `lhs` or `rhs`, not both");
   require_inputs(in, 1, name);
-  if (lhs) return emit_op(op, {scalar(*lhs), in[0]}, {});
-  return emit_op(op, {in[0], scalar(*rhs)}, {});
+  // As the front-end's scalar operand (frontend.cpp, as_tensor): a 0-d constant of the tensor
+  // operand's dtype, the value rounded to it (f32 for an f32 case, as tg::scalar).
+  const DType dtype = in[0].dtype();
+  const Tensor constant = full(Shape{}, round_to_dtype(lhs ? *lhs : *rhs, dtype), dtype);
+  if (lhs) return emit_op(op, {constant, in[0]}, {});
+  return emit_op(op, {in[0], constant}, {});
 }
 
 // where(c, a, b), or where(c, x) with a scalar `if_true` or `if_false` attribute.

@@ -1,7 +1,11 @@
 #include "golden_compare.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
+
+#include "tensorgrad/ir/ops/op_def.h"
 
 namespace tg::golden {
 
@@ -50,17 +54,22 @@ double max_magnitude(const TensorMap& tensors) {
   return max_magnitude(all);
 }
 
-std::optional<std::string> compare_tensors(const HostTensor& expected, const HostTensor& got, double tolerance) {
+namespace {
+
+// The shared loop: element i passes when allowed(expected, got) holds; `tolerance` is what the
+// message reports for the worst element.
+template <typename Allowed, typename Tolerance>
+std::optional<std::string> compare_each(const HostTensor& expected, const HostTensor& got, bool exact, Allowed allowed,
+                                        Tolerance tolerance_at) {
   if (got.type != expected.type) {
     return "type " + got.type.to_string() + " where " + expected.type.to_string() + " was expected";
   }
-  const bool exact = !is_float(expected.type.dtype);
   std::size_t bad = 0;
   std::size_t worst = 0;
   double worst_distance = -1;
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const double d = distance(expected.at(i), got.at(i));
-    if (exact ? d == 0 : d <= tolerance) continue;
+    if (allowed(expected.at(i), got.at(i), d)) continue;
     ++bad;
     if (d > worst_distance) {
       worst_distance = d;
@@ -71,8 +80,61 @@ std::optional<std::string> compare_tensors(const HostTensor& expected, const Hos
   return std::to_string(bad) + " of " + std::to_string(expected.size()) + " elements differ; worst at [" +
          std::to_string(worst) + "] = index " + multi_index(expected.type.shape, worst) + ": expected " +
          format_number(expected.at(worst)) + ", got " + format_number(got.at(worst)) + " (difference " +
-         format_number(worst_distance) + ", tolerance " + (exact ? std::string("exact") : format_number(tolerance)) +
-         ")";
+         format_number(worst_distance) + ", tolerance " +
+         (exact ? std::string("exact") : format_number(tolerance_at(expected.at(worst), got.at(worst)))) + ")";
+}
+
+}  // namespace
+
+std::optional<std::string> compare_tensors(const HostTensor& expected, const HostTensor& got, double tolerance) {
+  const bool exact = !is_float(expected.type.dtype);
+  return compare_each(
+      expected, got, exact, [&](double, double, double d) { return exact ? d == 0 : d <= tolerance; },
+      [&](double, double) { return tolerance; });
+}
+
+double ulp_of(DType dtype, double v) {
+  const int significand_bits = dtype == DType::f16 ? 10 : 7;  // stored, after the leading 1
+  const int min_exponent = dtype == DType::f16 ? -14 : -126;  // of the smallest normal
+  int e = 0;
+  (void)std::frexp(std::fabs(v), &e);  // |v| = m * 2^e, m in [0.5, 1)
+  return std::ldexp(1.0, std::max(e - 1, min_exponent) - significand_bits);
+}
+
+double f32_arithmetic_tolerance(const Graph& g) {
+  double ulps = 0;
+  std::vector<TensorType> types;
+  for (const Node& node : g.nodes()) {  // as tensorgrad/runtime/tolerance.cpp's node_ulps, less the 16-bit term
+    const OpDef& def = op_def(node.op);
+    types.clear();
+    for (ValueId v : node.inputs) types.push_back(g.type(v));
+    std::int64_t n = 1;
+    if (def.reduction_length) {
+      n = def.reduction_length(node.attrs, types);
+    } else if (!types.empty() && g.type(node.output).size() > 0) {
+      n = std::max<std::int64_t>(1, types[0].size() / g.type(node.output).size());
+    }
+    ulps += tolerance_ulps(def.tolerance, n);
+  }
+  return 4.0 * std::numeric_limits<float>::epsilon() * std::max(ulps, 1.0);
+}
+
+std::optional<std::string> compare_16bit(const HostTensor& expected, const HostTensor& got, double arithmetic) {
+  const DType dtype = expected.type.dtype;
+  const auto allowed_at = [&](double e, double g) {
+    return ulp_of(dtype, std::max(std::fabs(e), std::isfinite(g) ? std::fabs(g) : 0.0)) + arithmetic;
+  };
+  return compare_each(
+      expected, got, false, [&](double e, double g, double d) { return d <= allowed_at(e, g); }, allowed_at);
+}
+
+std::optional<std::string> compare_bits(const HostTensor& expected, const HostTensor& got) {
+  return compare_each(
+      expected, got, true,
+      [](double e, double g, double) {
+        return (std::isnan(e) && std::isnan(g)) || (e == g && std::signbit(e) == std::signbit(g));
+      },
+      [](double, double) { return 0.0; });
 }
 
 }  // namespace tg::golden

@@ -59,7 +59,8 @@ const Library& library() {
 std::string module_of(const GoldenCase& c) { return fs::path(c.file).stem().string(); }
 
 // Runs `g` in f64 and f32 and checks each expected output: f64 within kF64Relative of PyTorch,
-// f32 within the property suite's graph tolerance.
+// f32 within the property suite's graph tolerance; a 16-bit output within compare_16bit's bound, a
+// cast's output bit for bit.
 void check_runs(const GoldenCase& c, const Graph& g, const TensorMap& inputs, const TensorMap& expected) {
   InterpResult f64;
   InterpResult f32;
@@ -75,12 +76,22 @@ void check_runs(const GoldenCase& c, const Graph& g, const TensorMap& inputs, co
   std::vector<const HostTensor*> all_values;
   for (const auto& v : f64.values) all_values.push_back(&v);
   const double f32_tolerance = testing::graph_tolerance(g) * std::max(1.0, max_magnitude(all_values));
+  // 16-bit goldens (golden_compare.h derives the bound): one ulp of the dtype at a rounding flip plus
+  // PyTorch's f32 arithmetic error, relative to the same scale as the f32 bound; casts bit for bit.
+  const double arithmetic = f32_arithmetic_tolerance(g) * std::max(1.0, max_magnitude(all_values));
+  const bool is_cast = c.call == "cast";
   for (const auto& [name, want] : expected) {
+    const bool sixteen_bit = is_low_precision(want.type.dtype);
     const double f64_tolerance = kF64Relative * (1 + std::max(input_scale, max_magnitude({&want})));
-    if (auto why = compare_tensors(want, f64.outputs.at(name), f64_tolerance)) {
+    const auto compare = [&](const HostTensor& got, bool oracle) {
+      if (is_cast) return compare_bits(want, got);
+      if (sixteen_bit) return compare_16bit(want, got, oracle ? arithmetic : 2 * arithmetic);
+      return compare_tensors(want, got, oracle ? f64_tolerance : f32_tolerance);
+    };
+    if (auto why = compare(f64.outputs.at(name), true)) {
       ADD_FAILURE() << "case " << c.name << " (" << c.where() << "), " << name << ", f64 vs PyTorch: " << *why;
     }
-    if (auto why = compare_tensors(want, f32.outputs.at(name), f32_tolerance)) {
+    if (auto why = compare(f32.outputs.at(name), false)) {
       ADD_FAILURE() << "case " << c.name << " (" << c.where() << "), " << name << ", f32 vs PyTorch: " << *why;
     }
   }

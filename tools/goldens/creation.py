@@ -23,3 +23,16 @@ CASES = [
     Case("arange_f32", "arange", {"n": 6, "dtype": "f32"}, {}, lambda: torch.arange(6, dtype=torch.float64)),
     Case("scalar", "scalar", {"value": 2.5}, {}, lambda: torch.tensor(2.5)),
 ]
+# 16-bit creation: the value rounded once to the dtype (0.1; arange past 256, where bf16's 8-bit
+# significand rounds odd integers to even).
+CASES += [
+    Case("full_f16", "full", {"shape": [2, 3], "value": 0.1, "dtype": "f16"}, {},
+         lambda: torch.full((2, 3), 0.1, dtype=torch.float16)),
+    Case("full_bf16", "full", {"shape": [3], "value": -70000.0, "dtype": "bf16"}, {},
+         lambda: torch.full((3,), -70000.0, dtype=torch.bfloat16)),
+    Case("zeros_bf16", "zeros", {"shape": [2, 2], "dtype": "bf16"}, {}, lambda: torch.zeros(2, 2, dtype=torch.bfloat16)),
+    Case("ones_f16_0d", "ones", {"shape": [], "dtype": "f16"}, {}, lambda: torch.ones((), dtype=torch.float16)),
+    Case("arange_f16", "arange", {"n": 7, "dtype": "f16"}, {}, lambda: torch.arange(7, dtype=torch.float16)),
+    Case("arange_bf16_past_256", "arange", {"n": 300, "dtype": "bf16"}, {},
+         lambda: torch.arange(300, dtype=torch.bfloat16)),
+]

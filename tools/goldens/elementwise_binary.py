@@ -14,7 +14,7 @@ by more than the golden tolerance.
 
 import torch
 
-from goldens.spec import Case, boolean, f32
+from goldens.spec import Case, boolean, f32, sixteen_bit_variants
 
 POSITIVE = dict(lo=0.5, hi=3.0)
 
@@ -79,3 +79,9 @@ def where_cases():
 
 
 CASES = arithmetic_cases() + min_max_cases() + comparison_cases() + where_cases()
+
+# The 16-bit goldens (f16 and bf16 variants; goldens/spec.py, in_16bit).
+CASES += sixteen_bit_variants(CASES, ["add_broadcast_rank3", "add_scalar_rhs", "sub_scalar_lhs", "mul_broadcast",
+                                      "div_broadcast", "div_scalar_lhs", "minimum_broadcast", "maximum_scalar_lhs",
+                                      "less_broadcast", "greater_scalar_lhs", "equal_small_integers",
+                                      "where_three_way_broadcast", "where_scalar_false"])

@@ -8,7 +8,7 @@ clamp, positive ones for sqrt, rsqrt and log.
 import torch
 import torch.nn.functional as F
 
-from goldens.spec import Case, f32
+from goldens.spec import Case, f32, sixteen_bit_variants
 
 POSITIVE = dict(lo=0.5, hi=3.0)
 KINK = dict(untied=True)
@@ -36,3 +36,10 @@ CASES = [
          lambda x: torch.clamp(x, 0.0, 100.0)),
     Case("stop_gradient", "stop_gradient", {}, {"x": f32([2, 3])}, lambda x: x.detach()),
 ]
+
+# The 16-bit goldens (f16 and bf16 variants; goldens/spec.py, in_16bit).
+CASES += sixteen_bit_variants(CASES, ["neg", "abs", "square", "sqrt", "rsqrt", "exp", "log", "sin", "cos", "tanh",
+                                      "sigmoid", "relu", "gelu_tanh", "silu", "clamp", "stop_gradient"],
+                              via_f32={"gelu_tanh": {"bf16": "PyTorch 1.13's CPU bfloat16 GELU (tanh form) rounds its "
+                                                             "intermediate results to bfloat16: 11 of 20 outputs off, by "
+                                                             "up to 26 ulp, from the value rounded once"}})

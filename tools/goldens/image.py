@@ -16,7 +16,7 @@ so its cases check the forward value only.
 import torch
 import torch.nn.functional as F
 
-from goldens.spec import Case, f32
+from goldens.spec import Case, f32, sixteen_bit_variants
 
 
 def conv_input_grad(g, w, height, width, stride, padding):
@@ -140,3 +140,8 @@ def upsample_cases():
 
 
 CASES = conv2d_cases() + conv_adjoint_cases() + pool_cases() + upsample_cases()
+
+# The 16-bit goldens (f16 and bf16 variants; goldens/spec.py, in_16bit).
+CASES += sixteen_bit_variants(CASES, ["conv2d_stride1_pad0", "conv2d_stride2_pad1_uneven", "conv2d_input_grad_stride1",
+                                      "conv2d_weight_grad_stride1", "max_pool2d_k2_s2", "max_pool2d_k3_s2_p1",
+                                      "max_pool2d_grad_k2_s2", "nearest_upsample2d_x2"])

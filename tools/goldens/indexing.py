@@ -14,7 +14,7 @@ Index inputs are drawn inside their valid range.
 import torch
 import torch.nn.functional as F
 
-from goldens.spec import Case, f32, i32
+from goldens.spec import Case, f32, i32, sixteen_bit_variants
 
 
 def above_diagonal(x):
@@ -34,7 +34,7 @@ def where_causal(x, value):
 def scatter_add(updates, indices, axis, size):
     shape = list(indices.shape)
     shape[axis] = size
-    return torch.zeros(shape, dtype=torch.float64).scatter_add(axis, indices, updates)
+    return torch.zeros(shape, dtype=updates.dtype).scatter_add(axis, indices, updates)
 
 
 def one_hot_cases():
@@ -89,3 +89,7 @@ def causal_cases():
 
 
 CASES = one_hot_cases() + embedding_cases() + take_scatter_cases() + causal_cases()
+
+# The 16-bit goldens (f16 and bf16 variants; goldens/spec.py, in_16bit).
+CASES += sixteen_bit_variants(CASES, ["embedding_matrix_of_indices", "take_along_axis_middle_axis",
+                                      "scatter_add_first_axis", "softmax_causal_square", "where_causal_negative_fill"])

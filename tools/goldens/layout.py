@@ -7,7 +7,7 @@ sum_to_shape are the ops themselves, with their `shape` attribute.
 
 import torch
 
-from goldens.spec import Case, f32
+from goldens.spec import Case, f32, sixteen_bit_variants
 
 
 def sum_to(x, shape):
@@ -37,3 +37,9 @@ CASES = [
     Case("sum_to_shape_inner_ones", "sum_to_shape", {"shape": [2, 1, 4]}, {"x": f32([3, 2, 5, 4])},
          lambda x: sum_to(x, [2, 1, 4])),
 ]
+
+# The 16-bit goldens (f16 and bf16 variants; goldens/spec.py, in_16bit).
+CASES += sixteen_bit_variants(CASES, ["reshape", "permute", "swap_axes", "broadcast_to", "sum_to_shape",
+                                      "sum_to_shape_inner_ones"],
+                              via_f32={name: "the reference is two torch.sum calls, which in 16 bits round between them"
+                                       for name in ("sum_to_shape", "sum_to_shape_inner_ones")})

@@ -8,7 +8,7 @@ reference flattens [..., C] to [N, C] and reshapes a "none" result back to [...]
 
 import torch.nn.functional as F
 
-from goldens.spec import Case, f32, i32
+from goldens.spec import Case, f32, i32, sixteen_bit_variants
 
 
 def over_last_axis(loss, reduction):
@@ -37,3 +37,7 @@ CASES = [
     loss_case("cross_entropy_large_logits", "cross_entropy", "mean", [4, 6], -30.0, 30.0),
     loss_case("cross_entropy_unbatched", "cross_entropy", "none", [7]),
 ]
+
+# The 16-bit goldens (f16 and bf16 variants; goldens/spec.py, in_16bit).
+CASES += sixteen_bit_variants(CASES, ["nll_loss_mean_2d", "nll_loss_none_3d", "nll_loss_sum_2d",
+                                      "cross_entropy_mean_2d", "cross_entropy_none_3d", "cross_entropy_large_logits"])

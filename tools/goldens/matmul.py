@@ -6,7 +6,7 @@ Every call is the op itself (no entry in tests/golden/calls_*.cpp): inputs (a, b
 
 import torch
 
-from goldens.spec import Case, f32
+from goldens.spec import Case, f32, sixteen_bit_variants
 
 CASES = [
     Case("matmul_2d", "matmul", {}, {"a": f32([3, 4]), "b": f32([4, 5])}, torch.matmul),
@@ -29,3 +29,10 @@ CASES = [
     Case("matmul_batched_vector", "matmul", {}, {"a": f32([2, 3, 4]), "b": f32([4])}, torch.matmul),
     Case("matmul_vector_batched", "matmul", {}, {"a": f32([4]), "b": f32([2, 4, 3])}, torch.matmul),
 ]
+
+# The 16-bit goldens (f16 and bf16 variants; goldens/spec.py, in_16bit).
+BF16_MATMUL = ("PyTorch 1.13's CPU bfloat16 matmul rounds partial sums to bfloat16: in these cases up to 39 ulp "
+               "from the product rounded once")
+MATMUL_16 = ["matmul_2d", "matmul_batched", "matmul_long_inner", "matmul_broadcast_both", "matmul_dot",
+             "matmul_matrix_vector"]
+CASES += sixteen_bit_variants(CASES, MATMUL_16, via_f32={name: {"bf16": BF16_MATMUL} for name in MATMUL_16})

@@ -11,7 +11,7 @@ import struct
 import torch
 import torch.nn.functional as F
 
-from goldens.spec import Case, f32
+from goldens.spec import Case, f32, sixteen_bit_variants
 
 
 def as_f32(v: float) -> float:
@@ -64,3 +64,15 @@ CASES = [
     rms_norm_case("rms_norm_plain_rank3", [2, 3, 5], False, eps=1e-6),
     rms_norm_case("rms_norm_gain_large_eps", [7], True, eps=0.5),
 ]
+
+# The 16-bit goldens (f16 and bf16 variants; goldens/spec.py, in_16bit).
+# rms_norm has no PyTorch 1.13 op: its reference formula run in 16 bits would round after every
+# step, so it is computed in float32 and rounded once (tensorgrad's rms_norm is one rounding too).
+CASES += sixteen_bit_variants(
+    CASES, ["layer_norm_gain_bias", "layer_norm_plain", "layer_norm_gain_only_rank3", "rms_norm_gain",
+            "rms_norm_plain_rank3"],
+    via_f32={**{name: "PyTorch 1.13 has no rms_norm op; its formula in 16 bits would round every step"
+                for name in ("rms_norm_gain", "rms_norm_plain_rank3")},
+             **{name: {"bf16": "PyTorch 1.13's CPU bfloat16 layer_norm rounds intermediate results to bfloat16: "
+                               "in these cases up to 16 ulp from the result rounded once"}
+                for name in ("layer_norm_gain_bias", "layer_norm_plain", "layer_norm_gain_only_rank3")}})

@@ -9,7 +9,7 @@ max, min, argmax and argmin inputs are untied: with ties the chosen element depe
 
 import torch
 
-from goldens.spec import Case, f32
+from goldens.spec import Case, f32, sixteen_bit_variants
 
 UNTIED = dict(untied=True)
 
@@ -60,3 +60,7 @@ def arg_cases():
 
 
 CASES = sum_mean_cases() + max_min_cases() + arg_cases()
+
+# The 16-bit goldens (f16 and bf16 variants; goldens/spec.py, in_16bit).
+CASES += sixteen_bit_variants(CASES, ["sum_axis", "sum_all", "sum_long", "mean_axes_keep_dims", "max_axis",
+                                      "min_axes_keep_dims", "argmax_axis", "argmin_flat"])

@@ -6,7 +6,7 @@ last), negative axes counting from the end; the IR takes a non-negative axis onl
 
 import torch
 
-from goldens.spec import Case, f32
+from goldens.spec import Case, f32, sixteen_bit_variants
 
 CASES = [
     Case("softmax_last_axis", "softmax", {}, {"x": f32([3, 5], lo=-4.0, hi=4.0)},
@@ -22,3 +22,7 @@ CASES = [
     Case("log_softmax_negative_axis", "log_softmax", {"axis": -2}, {"x": f32([2, 7, 2], lo=-20.0, hi=20.0)},
          lambda x: torch.log_softmax(x, dim=-2)),
 ]
+
+# The 16-bit goldens (f16 and bf16 variants; goldens/spec.py, in_16bit).
+CASES += sixteen_bit_variants(CASES, ["softmax_last_axis", "softmax_middle_axis_wide_range", "log_softmax_axis0",
+                                      "log_softmax_negative_axis"])

@@ -11,7 +11,7 @@ Calls are the front-end's (tests/golden/calls_structure.cpp), which take negativ
 import torch
 import torch.nn.functional as F
 
-from goldens.spec import Case, f32
+from goldens.spec import Case, f32, sixteen_bit_variants
 
 
 def pad_axis(x, axis, before, after):
@@ -98,3 +98,8 @@ def heads_cases():
 
 
 CASES = narrow_pad_cases() + concat_stack_cases() + split_flatten_cases() + heads_cases()
+
+# The 16-bit goldens (f16 and bf16 variants; goldens/spec.py, in_16bit).
+CASES += sixteen_bit_variants(CASES, ["narrow_middle_axis", "pad_last_axis", "concat_three_middle_axis",
+                                      "stack_axis0", "split_middle_piece", "flatten_from_axis1",
+                                      "split_heads_batched", "merge_heads_batched"])
