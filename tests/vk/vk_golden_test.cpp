@@ -71,15 +71,18 @@ std::string ops_without_kernel(const Graph& g) {
   return text;
 }
 
-// The first output element whose bits differ between `a` and `b` (f32 by float bit pattern, so a
-// NaN equals itself; i32 and bool by value), or nullopt.
+// The first output element whose bits differ between `a` and `b` (f32, f16 and bf16 by bit
+// pattern, so a NaN equals itself; i32 and bool by value), or nullopt.
 std::optional<std::string> first_bit_difference(const TensorMap& a, const TensorMap& b) {
   for (const auto& [name, x] : a) {
     const HostTensor& y = b.at(name);
     for (std::size_t i = 0; i < x.size(); ++i) {
-      const bool same = x.type.dtype == DType::f32 ? std::bit_cast<std::uint32_t>(static_cast<float>(x.at(i))) ==
-                                                         std::bit_cast<std::uint32_t>(static_cast<float>(y.at(i)))
-                                                   : x.at(i) == y.at(i);
+      const DType dtype = x.type.dtype;
+      const auto f32_bits = [](double v) { return std::bit_cast<std::uint32_t>(static_cast<float>(v)); };
+      const auto bits16 = [dtype](double v) { return f32_to_low_precision_bits(static_cast<float>(v), dtype); };
+      const bool same = dtype == DType::f32       ? f32_bits(x.at(i)) == f32_bits(y.at(i))
+                        : is_low_precision(dtype) ? bits16(x.at(i)) == bits16(y.at(i))
+                                                  : x.at(i) == y.at(i);
       if (!same) {
         return name + "[" + std::to_string(i) + "]: " + golden::format_number(x.at(i)) + " vs " +
                golden::format_number(y.at(i));
