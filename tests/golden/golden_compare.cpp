@@ -96,8 +96,8 @@ std::optional<std::string> compare_tensors(const HostTensor& expected, const Hos
 double ulp_of(DType dtype, double v) {
   const int significand_bits = dtype == DType::f16 ? 10 : 7;  // stored, after the leading 1
   const int min_exponent = dtype == DType::f16 ? -14 : -126;  // of the smallest normal
-  int e = 0;
-  (void)std::frexp(std::fabs(v), &e);  // |v| = m * 2^e, m in [0.5, 1)
+  int e = min_exponent + 1;  // 0 (frexp gives e = 0 there) and non-finite values: the subnormal spacing
+  if (std::isfinite(v) && v != 0.0) (void)std::frexp(std::fabs(v), &e);  // |v| = m * 2^e, m in [0.5, 1)
   return std::ldexp(1.0, std::max(e - 1, min_exponent) - significand_bits);
 }
 

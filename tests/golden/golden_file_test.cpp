@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "golden_compare.h"
@@ -132,6 +133,39 @@ TEST(GoldenCompare, ReportsTheWorstElementWithItsIndex) {
   const HostTensor nan = HostTensor::of({DType::f32, {1}}, {std::numeric_limits<double>::quiet_NaN()});
   EXPECT_FALSE(compare_tensors(nan, nan, 0));
   EXPECT_TRUE(compare_tensors(nan, HostTensor::of(nan.type, {1}), 1e9));
+}
+
+// One ulp of the 16-bit dtypes: 2^(e - 10) for f16 and 2^(e - 7) for bf16 in the binade [2^e,
+// 2^(e+1)), the fixed subnormal spacing below the smallest normal.
+TEST(GoldenCompare, UlpOfTheSixteenBitDtypes) {
+  EXPECT_EQ(ulp_of(DType::f16, 1.0), std::ldexp(1.0, -10));
+  EXPECT_EQ(ulp_of(DType::f16, -1.999), std::ldexp(1.0, -10));
+  EXPECT_EQ(ulp_of(DType::f16, 0.999), std::ldexp(1.0, -11));
+  EXPECT_EQ(ulp_of(DType::f16, 65504.0), 32.0);
+  EXPECT_EQ(ulp_of(DType::f16, std::ldexp(1.0, -14)), std::ldexp(1.0, -24));  // the smallest normal
+  EXPECT_EQ(ulp_of(DType::f16, std::ldexp(1.0, -20)), std::ldexp(1.0, -24));  // a subnormal
+  EXPECT_EQ(ulp_of(DType::f16, 0.0), std::ldexp(1.0, -24));
+  EXPECT_EQ(ulp_of(DType::bf16, 1.0), std::ldexp(1.0, -7));
+  EXPECT_EQ(ulp_of(DType::bf16, 300.0), 2.0);
+  EXPECT_EQ(ulp_of(DType::bf16, std::ldexp(1.0, -130)), std::ldexp(1.0, -133));
+}
+
+// A 16-bit output may differ by one ulp of its dtype (a rounding flip) plus the arithmetic part,
+// not more; casts compare bit for bit, where -0 is not +0 and NaN matches NaN.
+TEST(GoldenCompare, SixteenBitBoundIsOneUlpPlusTheArithmeticPart) {
+  const HostTensor want = HostTensor::of({DType::bf16, {2}}, {1.0, -0.5});
+  EXPECT_FALSE(compare_16bit(want, HostTensor::of(want.type, {1.0078125, -0.50390625}), 0.0));  // 1 ulp each
+  const auto why = compare_16bit(want, HostTensor::of(want.type, {1.015625, -0.5}), 0.0);       // 2 ulps
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("1 of 2 elements differ"), std::string::npos) << *why;
+  EXPECT_NE(why->find("tolerance 0.0078125"), std::string::npos) << *why;
+  EXPECT_FALSE(compare_16bit(want, HostTensor::of(want.type, {1.015625, -0.5}), 0.0078125));
+  const HostTensor zeros = HostTensor::of({DType::f16, {2}}, {-0.0, std::numeric_limits<double>::quiet_NaN()});
+  EXPECT_FALSE(compare_bits(zeros, zeros));
+  const auto sign = compare_bits(zeros, HostTensor::of(zeros.type, {0.0, std::numeric_limits<double>::quiet_NaN()}));
+  ASSERT_TRUE(sign);
+  EXPECT_NE(sign->find("tolerance exact"), std::string::npos) << *sign;
+  EXPECT_TRUE(compare_bits(zeros, HostTensor::of(zeros.type, {-0.0, 1.0})));
 }
 
 }  // namespace
