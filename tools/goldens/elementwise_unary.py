@@ -42,4 +42,8 @@ CASES += sixteen_bit_variants(CASES, ["neg", "abs", "square", "sqrt", "rsqrt", "
                                       "sigmoid", "relu", "gelu_tanh", "silu", "clamp", "stop_gradient"],
                               via_f32={"gelu_tanh": {"bf16": "PyTorch 1.13's CPU bfloat16 GELU (tanh form) rounds its "
                                                              "intermediate results to bfloat16: 11 of 20 outputs off, by "
-                                                             "up to 26 ulp, from the value rounded once"}})
+                                                             "up to 26 ulp, from the value rounded once"},
+                                       "silu": {"bf16": "PyTorch 1.13's CPU bfloat16 SiLU rounds an intermediate result "
+                                                        "to bfloat16: 9 of 20 outputs 1 ulp off the value rounded once"},
+                                       "rsqrt": {"bf16": "PyTorch 1.13's CPU bfloat16 rsqrt rounds an intermediate result "
+                                                         "to bfloat16: 5 of 10 outputs 1 ulp off the value rounded once"}})

@@ -24,5 +24,9 @@ CASES = [
 ]
 
 # The 16-bit goldens (f16 and bf16 variants; goldens/spec.py, in_16bit).
+SOFTMAX_BF16 = ("PyTorch 1.13's CPU bfloat16 softmax rounds an intermediate result to bfloat16: in "
+                "softmax_middle_axis_wide_range 2 of 36 outputs are 1 ulp off the value rounded once")
 CASES += sixteen_bit_variants(CASES, ["softmax_last_axis", "softmax_middle_axis_wide_range", "log_softmax_axis0",
-                                      "log_softmax_negative_axis"])
+                                      "log_softmax_negative_axis"],
+                              via_f32={name: {"bf16": SOFTMAX_BF16}
+                                       for name in ("softmax_last_axis", "softmax_middle_axis_wide_range")})
