@@ -23,6 +23,12 @@ Files per workload: <name>.json (config, param list with decay flags, each step'
 and float32) and <name>.safetensors (init.<param> F32, the batches data.<input> [STEPS, ...], and
 the final params final64.<param> F64 / final32.<param> F32).
 
+Mixed precision (tests/golden/train_mixed/, read by tests/unit/autocast_test.cpp): w2_small_bf16 is
+w2_small from the same init on the same batches with the forward under
+torch.autocast("cpu", dtype=torch.bfloat16) (params, gradients and AdamW state in float32; the
+backward outside the autocast region, as PyTorch recommends); it stores each step's loss, and the
+float32 run's again for the drift the test derives its bound from.
+
     /usr/bin/python3 tools/goldens_train.py           # (re)write tests/golden/train/*
     /usr/bin/python3 tools/goldens_train.py --check   # regenerate in memory, exit 1 on a difference
 """
@@ -42,6 +48,7 @@ import torch.nn.functional as F
 
 TOOLS_DIR = os.path.dirname(os.path.abspath(__file__))
 OUT_DIR = os.path.join(os.path.dirname(TOOLS_DIR), "tests", "golden", "train")
+MIXED_DIR = os.path.join(os.path.dirname(TOOLS_DIR), "tests", "golden", "train_mixed")
 STEPS = 20
 
 
@@ -202,7 +209,10 @@ def batches(name, model, rng):
     return {"tokens": np.ascontiguousarray(stream[:, :, :T]), "targets": np.ascontiguousarray(stream[:, :, 1:])}
 
 
-def train(name, spec, init, data, dtype):
+def train(name, spec, init, data, dtype, autocast=None):
+    """Float `dtype` params and batches; with `autocast` (a torch dtype) the loss is computed under
+    torch.autocast("cpu", dtype=autocast)."""
+    import contextlib
     import numpy as np
     model = spec["model"]
     params = {n: torch.tensor(v, dtype=dtype, requires_grad=True) for n, v in init.items()}
@@ -214,7 +224,9 @@ def train(name, spec, init, data, dtype):
         batch = {k: torch.tensor(v[step], dtype=dtype if v.dtype == np.float32 else torch.int32)
                  for k, v in data.items()}
         optimizer.zero_grad()
-        loss = loss_fn(params, batch, model)
+        region = torch.autocast("cpu", dtype=autocast) if autocast is not None else contextlib.nullcontext()
+        with region:
+            loss = loss_fn(params, batch, model)
         loss.backward()
         losses.append(float(loss))
         optimizer.step()
@@ -282,6 +294,33 @@ def build(name, spec):
     return dumps(doc) + "\n", safetensors_bytes(tensors)
 
 
+MIXED = {"w2_small_bf16": ("w2_small", torch.bfloat16)}
+
+
+def build_mixed(name):
+    """The json text of one mixed-precision golden: its base workload's float32 and autocast losses."""
+    import numpy as np
+    base, dtype = MIXED[name]
+    spec = WORKLOADS[base]
+    rng = np.random.default_rng(spec["seed"])
+    init = {n: v.astype(np.float32) for n, v in init_values(base, spec["model"], rng).items()}
+    data = batches(base, spec["model"], rng)
+    loss32, _ = train(base, spec, init, data, torch.float32)
+    loss_mixed, _ = train(base, spec, init, data, torch.float32, autocast=dtype)
+    doc = {
+        "workload": name,
+        "base": base,
+        "generator": "tools/goldens_train.py",
+        "torch_version": torch.__version__.split("+")[0],
+        "autocast": str(dtype).replace("torch.", ""),
+        "steps": STEPS,
+        "tensors": "../train/" + base + ".safetensors",
+        "float32": {"loss": loss32},
+        "autocast_loss": loss_mixed,
+    }
+    return dumps(doc) + "\n"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="compare with the stored files instead of writing")
@@ -289,20 +328,25 @@ def main():
     torch.set_num_threads(1)  # one reduction order
     torch.use_deterministic_algorithms(True)
     os.makedirs(OUT_DIR, exist_ok=True)
-    differ = False
+    os.makedirs(MIXED_DIR, exist_ok=True)
+    files = []
     for name, spec in WORKLOADS.items():
         text, blob = build(name, spec)
-        for path, content, mode in ((os.path.join(OUT_DIR, name + ".json"), text.encode(), "wb"),
-                                    (os.path.join(OUT_DIR, name + ".safetensors"), blob, "wb")):
-            if args.check:
-                old = open(path, "rb").read() if os.path.exists(path) else None
-                if old != content:
-                    print(f"{path}: differs from a fresh run")
-                    differ = True
-            else:
-                with open(path, mode) as f:
-                    f.write(content)
-                print(f"wrote {path} ({len(content)} bytes)")
+        files.append((os.path.join(OUT_DIR, name + ".json"), text.encode()))
+        files.append((os.path.join(OUT_DIR, name + ".safetensors"), blob))
+    for name in MIXED:
+        files.append((os.path.join(MIXED_DIR, name + ".json"), build_mixed(name).encode()))
+    differ = False
+    for path, content in files:
+        if args.check:
+            old = open(path, "rb").read() if os.path.exists(path) else None
+            if old != content:
+                print(f"{path}: differs from a fresh run")
+                differ = True
+        else:
+            with open(path, "wb") as f:
+                f.write(content)
+            print(f"wrote {path} ({len(content)} bytes)")
     return 1 if differ else 0
 
 

@@ -29,7 +29,7 @@ std::vector<ValueId> resolve_wrt(const Graph& forward, const GradOptions& option
     if (!id) throw Error("differentiate: graph '" + forward.name() + "' has no input named '" + name + "'");
     if (!is_float(forward.type(*id).dtype)) {
       throw Error("differentiate: input '" + name + "' is " + forward.type(*id).to_string() +
-                  "; gradients exist only for f32 inputs");
+                  "; gradients exist only for float inputs");
     }
     wrt.push_back(*id);
   }
@@ -143,8 +143,8 @@ Graph differentiate(const Graph& forward, const GradOptions& options) {
   const auto loss = forward.find_output(options.loss);
   if (!loss) throw Error("differentiate: graph '" + forward.name() + "' has no output named '" + options.loss + "'");
   const TensorType& loss_type = forward.type(*loss);
-  if (loss_type.dtype != DType::f32 || loss_type.rank() != 0) {
-    throw Error("differentiate: the loss '" + options.loss + "' must be a 0-d f32 scalar, got " +
+  if (!is_float(loss_type.dtype) || loss_type.rank() != 0) {
+    throw Error("differentiate: the loss '" + options.loss + "' must be a 0-d float scalar, got " +
                 loss_type.to_string());
   }
   const std::vector<ValueId> wrt = resolve_wrt(forward, options);
@@ -166,7 +166,7 @@ Graph differentiate(const Graph& forward, const GradOptions& options) {
     const Node* loss_node = nullptr;
     if (auto producer = forward.value(*loss).producer; producer != kNoNode) loss_node = &forward.node(producer);
     builder.set_location_override(loss_node ? std::optional<SourceLoc>(loss_node->loc) : std::nullopt);
-    cotangent[static_cast<std::size_t>(*loss)] = ones({}, DType::f32);
+    cotangent[static_cast<std::size_t>(*loss)] = ones({}, loss_type.dtype);  // d loss / d loss, in its dtype
   }
 
   const auto& nodes = forward.nodes();
@@ -199,7 +199,7 @@ Graph differentiate(const Graph& forward, const GradOptions& options) {
   for (ValueId v : wrt) {
     const GraphInput* in = forward.input_of_value(v);
     const auto& g = cotangent[static_cast<std::size_t>(v)];
-    builder.output(options.grad_prefix + in->name, g ? *g : zeros(forward.type(v).shape, DType::f32));
+    builder.output(options.grad_prefix + in->name, g ? *g : zeros(forward.type(v).shape, forward.type(v).dtype));
   }
   return without_dead_nodes(builder.take(), forward.nodes().size());
 }

@@ -51,7 +51,10 @@ StepResult Training::step(const TensorMap& data, const Patches& patches) {
     const TensorMap& outputs = run.outputs();
     const double loss = outputs.at("loss").at(0);
     core.has_grads = true;
-    core.steps = number;
+    // A step loss scaling skipped changed no param or state (but the scale): it does not count.
+    const auto finite = outputs.find(kGradsFiniteOutput);
+    core.last_step_skipped = finite != outputs.end() && finite->second.at(0) == 0.0;
+    if (!core.last_step_skipped) core.steps = number;
     ++core.params_version;
     return TrainingResult<double>::completed(loss, Captures::from_outputs(outputs));
   } catch (const std::exception& e) {
@@ -65,6 +68,15 @@ StepResult Training::step(const TensorMap& data, const Patches& patches) {
 std::int64_t Training::steps() const {
   const std::lock_guard lock(core_->mutex);
   return core_->steps;
+}
+double Training::loss_scale() const {
+  const std::lock_guard lock(core_->mutex);
+  if (!core_->compiled.loss_scaling) return 1.0;
+  return core_->compiled.session->param(kLossScaleInput).at(0);
+}
+bool Training::last_step_skipped() const {
+  const std::lock_guard lock(core_->mutex);
+  return core_->last_step_skipped;
 }
 std::uint64_t Training::seed() const {
   const std::lock_guard lock(core_->mutex);

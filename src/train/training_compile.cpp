@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/passes/autocast.h"
 #include "tensorgrad/passes/autodiff.h"
 #include "training_impl.h"
 
@@ -135,6 +136,22 @@ bool depends_on_a_param(const Graph& graph, ValueId value) {
     return in.kind == InputKind::param && needed[static_cast<std::size_t>(in.value)];
   });
 }
+
+// The loss scaling a policy asks for (absent: on for f16 only), checked.
+std::optional<LossScaling> loss_scaling_of(const PrecisionPolicy& policy) {
+  if (!is_float(policy.compute)) {
+    throw CompileError("compile: precision.compute must be f32, f16 or bf16, got " +
+                       std::string(dtype_name(policy.compute)));
+  }
+  const LossScaling config = policy.loss_scaling.value_or(LossScaling{.enabled = policy.compute == DType::f16});
+  if (!config.enabled) return std::nullopt;
+  try {
+    check_loss_scaling(config);
+  } catch (const Error& e) {
+    throw CompileError(std::string("compile: precision.") + e.what());
+  }
+  return config;
+}
 }  // namespace
 
 CompiledStep compile_step(const ErasedTrainingSpec& spec, const std::set<std::string>& patches) {
@@ -170,13 +187,22 @@ CompiledStep compile_step(const ErasedTrainingSpec& spec, const std::set<std::st
                        std::to_string(out.params.size()) + " params, e.g. '" + out.params.front().name +
                        "'), so there is nothing to train");
   }
-  const Graph with_grads = differentiate(forward, {.loss = "loss"});
+  out.loss_scaling = loss_scaling_of(spec.precision);
+  const Graph mixed = autocast(forward, spec.precision.compute);
+  const Graph with_grads =
+      out.loss_scaling ? differentiate_scaled(mixed, "loss") : differentiate(mixed, {.loss = "loss"});
   std::vector<ParamGrad> grads = param_grads(with_grads);
   for (ParamGrad& g : grads) {
     for (const ParamInfo& p : out.params)
       if (p.name == g.param) g.decay = p.decay;
   }
   OptimizedGraph optimized = append_optimizer(with_grads, grads, spec.optimizer);
+  if (out.loss_scaling) {
+    ScaledUpdate guarded = guard_update(optimized.graph, optimized.writebacks, *out.loss_scaling);
+    optimized.graph = std::move(guarded.graph);
+    optimized.writebacks = std::move(guarded.writebacks);
+    for (std::string& name : guarded.state_inputs) optimized.state_inputs.push_back(std::move(name));
+  }
   out.state_inputs = optimized.state_inputs;
   for (const std::string& name : out.param_names) {
     const auto grad = optimized.graph.find_output("grad." + name);
@@ -210,6 +236,10 @@ void TrainingCore::reinit(bool params, bool optimizer) {
     };
     for (const std::string& name : compiled.state_inputs) zero(name);
     for (const auto& [param, input] : compiled.grad_inputs) zero(input);
+    if (compiled.loss_scaling) {
+      session.set_param(kLossScaleInput, HostTensor::filled({DType::f32, {}}, compiled.loss_scaling->init_scale));
+    }
+    last_step_skipped = false;
     steps = 0;
     lr = base_lr;
     has_grads = false;

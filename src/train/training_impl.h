@@ -27,6 +27,9 @@ struct CompiledStep {
   std::vector<std::pair<std::string, std::string>> grad_inputs;  // (param, input)
   std::unique_ptr<Session> session;                              // holds the graph, params and state
   bool uses_step_seed = false;
+  // Dynamic loss scaling (PrecisionPolicy): its config when on. Its state inputs are among
+  // state_inputs; reinit sets the scale to init_scale rather than 0.
+  std::optional<LossScaling> loss_scaling;
   PatchSites patch_sites;         // every patch() site of the loss, with its type
   std::set<std::string> patches;  // the sites active in this graph (patch.h)
 };
@@ -46,7 +49,8 @@ struct TrainingCore {
   // state are stale: switching moves them over (move_state) and swaps the graph into `compiled`.
   std::map<std::set<std::string>, CompiledStep> patch_variants;
   std::int64_t steps = 0;
-  bool has_grads = false;  // a step completed since compile, reset or load: grad_inputs hold its gradients
+  bool last_step_skipped = false;  // loss scaling skipped the last completed step's update
+  bool has_grads = false;          // a step completed since compile, reset or load: grad_inputs hold its gradients
   // Bumped whenever params change (steps, uploads, resets, loads), so forwards know to copy them.
   std::uint64_t params_version = 0;
   // Bumped by replace_model: forwards drop their compiled graphs.

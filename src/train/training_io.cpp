@@ -155,6 +155,7 @@ void Training::load(const std::string& path, LoadOptions options) {
   for (const auto& [name, value] : file.tensors) core.compiled.session->set_param(name, value);
   core.steps = steps;
   core.has_grads = false;
+  core.last_step_skipped = false;
   ++core.params_version;
 }
 

@@ -10,15 +10,16 @@
 namespace tg {
 
 struct GradOptions {
-  std::string loss = "loss";          // name of a scalar f32 output
+  std::string loss = "loss";          // name of a 0-d float output (f32, f16 or bf16)
   std::vector<std::string> wrt;       // inputs to differentiate against; empty: every param input
   std::string grad_prefix = "grad.";  // output names: grad_prefix + input name
 };
 
 // Cotangents accumulate with add; broadcasting is reversed with sum_to_shape; stop_gradient,
 // non-differentiable ops and integer values pass no gradient; a requested input the loss does not
-// use gets a zero gradient. Throws tg::Error for an unknown loss or input, a non-scalar or non-f32
-// loss, or a non-f32 input in wrt.
+// use gets a zero gradient in its dtype. The loss's cotangent is seeded with 1 in the loss's dtype.
+// Throws tg::Error for an unknown loss or input, a non-scalar or non-float loss, or a non-float
+// input in wrt.
 // Checkpointed nodes (Node::checkpoint, set by tg::checkpoint) are recomputed: the gradient of a
 // segment's node reads the segment's values from a copy of the segment's nodes emitted in the
 // backward, so the forward's intermediates are not kept for it. Results are bit-identical to the

@@ -39,6 +39,7 @@
 #include "tensorgrad/interp/host_tensor.h"
 #include "tensorgrad/ir/graph.h"
 #include "tensorgrad/ir/tensor.h"
+#include "tensorgrad/passes/loss_scaling.h"
 #include "tensorgrad/passes/optimizer.h"
 #include "tensorgrad/runtime/session.h"
 #include "tensorgrad/train/capture.h"
@@ -77,6 +78,17 @@ using InputSpecs = std::map<std::string, InputSpec, std::less<>>;
 // (TensorMap) to have shapes checked (docs/training/safetensors.md, "Starting from outside weights").
 using ParamValues = std::map<std::string, std::vector<float>, std::less<>>;
 
+// Mixed precision (docs/training.md, "2026-11-28: mixed precision"). compute f16 or bf16: the step
+// graph is the traced loss graph rewritten by tg::autocast (matmul and conv2d in `compute`,
+// reductions, softmaxes and losses in f32, the rest following its inputs); params, gradients and
+// optimizer state stay f32. f32 (the default) leaves the graph as traced, bit for bit.
+struct PrecisionPolicy {
+  DType compute = DType::f32;
+  // Dynamic loss scaling (GradScaler). Absent: on with LossScaling{} for f16, off for f32 and
+  // bf16 (whose range is f32's).
+  std::optional<LossScaling> loss_scaling;
+};
+
 template <class M>
 struct TrainingSpec {
   const M& model;
@@ -101,6 +113,8 @@ struct TrainingSpec {
   // session; negative: compile throws CompileError). SessionOptions describes both.
   InterpSchedule interp_schedule = InterpSchedule::sequential;
   int interp_threads = 0;
+  // The step graph's precision; attached forwards run as traced (f32).
+  PrecisionPolicy precision;
 };
 
 template <class M>
@@ -169,6 +183,7 @@ struct ErasedTrainingSpec {
   bool allow_nonfinite_params = false;
   InterpSchedule interp_schedule = InterpSchedule::sequential;
   int interp_threads = 0;
+  PrecisionPolicy precision;
 };
 struct TrainingCore;
 struct ForwardCore;
@@ -216,8 +231,14 @@ class Training {
   // active sites compiles its own step graph (kept), and switching sets moves params and state over.
   StepResult step(const TensorMap& data, const Patches& patches = {});
 
-  // Completed steps so far (the next step is number steps() + 1 of the schedule).
+  // Completed steps so far (the next step is number steps() + 1 of the schedule). A step that loss
+  // scaling skipped does not count.
   std::int64_t steps() const;
+  // Loss scaling (PrecisionPolicy): the current scale (1 without scaling), and whether the last
+  // completed step was skipped because a gradient element was Inf or NaN (params and optimizer
+  // state unchanged, the scale backed off).
+  double loss_scale() const;
+  bool last_step_skipped() const;
   std::uint64_t seed() const;
   const std::vector<std::string>& param_names() const;
   const std::vector<ParamInfo>& params() const;
@@ -341,7 +362,8 @@ Training compile(TrainingSpec<M> spec) {
                          .vk_context = std::move(spec.vk_context),
                          .allow_nonfinite_params = spec.allow_nonfinite_params,
                          .interp_schedule = spec.interp_schedule,
-                         .interp_threads = spec.interp_threads});
+                         .interp_threads = spec.interp_threads,
+                         .precision = spec.precision});
 }
 
 template <class M>
