@@ -98,8 +98,9 @@ class Case:
 # one of that dtype. Where PyTorch 1.13's CPU has no kernel for the dtype ("not implemented for
 # 'Half'"), or `via_f32` says its 16-bit path is not one op rounded once (a composition of 16-bit
 # ops, e.g. the rms_norm formula), the reference is computed in float32 from the 16-bit inputs and
-# rounded once to the dtype: exactly tensorgrad's semantics; the case's note says which. Gradients
-# are not stored for 16-bit cases.
+# rounded once to the dtype: exactly tensorgrad's semantics; the case's note says which. A native
+# result that is not exactly the f32 result rounded once (a kernel rounding intermediates) fails
+# the case in the generator, asking for a via_f32 reason. Gradients are not stored for 16-bit cases.
 
 SIXTEEN_BIT = ("f16", "bf16")
 VIA_F32_NOTE = ("PyTorch's reference: computed in float32 from the {dtype} inputs and rounded once to "
@@ -139,6 +140,15 @@ def in_16bit(case: Case, kind: str, via_f32: Optional[str] = None) -> Case:
             return in_f32(*args)
         if out.dtype.is_floating_point and out.dtype != dtype:
             raise ValueError(f"the torch callable returned {out.dtype} from {kind} inputs (a float64 constant?)")
+        if out.dtype.is_floating_point:
+            # The native kernel must be one rounding of an f32 computation, the semantics the runner's
+            # bound assumes; a kernel that rounds intermediates needs a via_f32 reason instead.
+            once = in_f32(*args)
+            same = (out == once) | (torch.isnan(out) & torch.isnan(once))
+            if not bool(same.all()):
+                raise ValueError(f"PyTorch's native {kind} result differs from the f32 result rounded once at "
+                                 f"{int((~same).sum())} of {out.numel()} elements: its kernel rounds intermediates; "
+                                 "give the case a via_f32 reason")
         return out
 
     variant = Case(case.name + "_" + kind, case.call, dict(case.attrs), inputs, call, grad=False,
