@@ -112,8 +112,41 @@ TEST_F(PrecisionVkOps, AFusedChainAcrossCastsGivesTheInterpretersBits) {
       expect_same_bits(fused.run(in), oracle, what + " fused");
       expect_same_bits(unfused.run(in), oracle, what + " unfused");
       EXPECT_LT(fused.stats().dispatches, unfused.stats().dispatches) << what << ": the f32 ops between casts fuse";
+      Program guarded(ctx_, g, {.guard_bytes = 16, .max_workgroups = groups});
+      expect_same_bits(guarded.run(in), oracle, what + " with guards");
+      EXPECT_TRUE(guarded.check_guards().empty()) << what << ": " << testing::join_lines(guarded.check_guards());
     }
   }
+  EXPECT_NO_VALIDATION_MESSAGES(ctx_);
+}
+
+// 16-bit params stay on the device as their bits: written, updated by a writeback on every run
+// (each update rounded to bf16 as the interpreter rounds it), read back; a device output of f16 is
+// fetched as its bits; and no kernel writes past a 16-bit value (guard regions intact; odd sizes
+// leave half a word of padding).
+TEST_F(PrecisionVkOps, ResidentParamsWritebacksAndDeviceOutputsKeepTheirBits) {
+  GraphBuilder b("bf16_step");
+  const Tensor w = b.param("w", {DType::bf16, {5}});
+  const Tensor x = b.input("x", {DType::bf16, {5}});
+  b.output("w.new", w - x * 0.1);
+  b.output("h", cast(w * x, DType::f16));
+  const Graph g = b.take();
+  const HostTensor w0 = random_values(DType::bf16, {5}, 21);
+  const HostTensor x0 = random_values(DType::bf16, {5}, 22);
+  Program program(
+      ctx_, g, {.guard_bytes = 16, .resident_params = true, .writebacks = {{"w.new", "w"}}, .device_outputs = {"h"}});
+  program.write_input("w", w0);
+  EXPECT_EQ(program.read_input("w").bits16_data()[3], w0.bits16_data()[3]);
+  HostTensor w_oracle = w0;
+  for (int step = 0; step < 3; ++step) {
+    const TensorMap oracle = interpret(g, {{"w", w_oracle}, {"x", x0}}, {.compute = ComputeType::f32}).outputs;
+    EXPECT_TRUE(program.run({{"x", x0}}).empty()) << "the writeback source and the device output stay on the device";
+    expect_same_bits({{"h", program.read_output("h")}}, {{"h", oracle.at("h")}}, "step " + std::to_string(step));
+    w_oracle = oracle.at("w.new");
+    expect_same_bits({{"w", program.read_input("w")}}, {{"w", w_oracle}}, "step " + std::to_string(step));
+  }
+  EXPECT_EQ(program.read_output("h").storage(), HostStorage::f16);
+  EXPECT_TRUE(program.check_guards().empty()) << testing::join_lines(program.check_guards());
   EXPECT_NO_VALIDATION_MESSAGES(ctx_);
 }
 
