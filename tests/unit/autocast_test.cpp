@@ -23,6 +23,11 @@
 #include "tensorgrad/runtime/tolerance.h"
 
 namespace tg {
+
+// gtest prints dtypes and types by name (found by argument-dependent lookup in tg).
+static void PrintTo(DType dtype, std::ostream* os) { *os << dtype_name(dtype); }
+static void PrintTo(const TensorType& type, std::ostream* os) { *os << type.to_string(); }
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -78,8 +83,15 @@ TEST(Autocast, MatmulsRunInTheComputeDtypeAndSoftmaxAndReductionsInF32) {
     // The scaled scores: a 16-bit matmul result times an f32 constant runs in f32 and is cast back
     // (one rounding, PyTorch's opmath), so the softmax reads an f32 cast of a 16-bit value.
     const Node& softmax_input = g.node(g.value(softmaxes[0]->inputs[0]).producer);
-    EXPECT_EQ(softmax_input.op, op::Cast);
+    ASSERT_EQ(op_name(softmax_input.op), "cast");
     EXPECT_EQ(dtype_of(g, softmax_input.inputs[0]), compute);
+    const Node& scaled = g.node(g.value(softmax_input.inputs[0]).producer);
+    ASSERT_EQ(op_name(scaled.op), "cast");
+    const Node& mul = g.node(g.value(scaled.inputs[0]).producer);
+    EXPECT_EQ(op_name(mul.op), "mul");
+    EXPECT_EQ(dtype_of(g, mul.inputs[0]), DType::f32);
+    EXPECT_EQ(dtype_of(g, mul.inputs[1]), DType::f32);
+    EXPECT_EQ(dtype_of(g, mul.output), DType::f32);
     for (const Node& n : g.nodes()) {
       const std::string_view name = op_name(n.op);
       if (name == "mean" || name == "log") {
@@ -115,6 +127,28 @@ TEST(Autocast, ComputedInputsMeetingInTwoDtypesRunInF32) {
   EXPECT_EQ(dtype_of(g, adds[0]->inputs[0]), DType::f32);
   EXPECT_EQ(dtype_of(g, adds[0]->output), DType::f32);
   EXPECT_EQ(op_name(g.node(g.value(adds[0]->inputs[0]).producer).op), "cast");
+}
+
+// differentiate takes a 16-bit loss (seeded with 1 in its dtype), and an input the loss does not
+// read gets zeros of its own dtype.
+TEST(Autocast, DifferentiateTakesA16BitLossAndGivesUnusedInputsZerosOfTheirDtype) {
+  GraphBuilder b("bf16_loss");
+  {
+    TracingScope scope(b);
+    const Tensor p = b.input("p", {DType::bf16, {3}}, InputKind::param);
+    b.input("unused", {DType::bf16, {2}}, InputKind::param);
+    b.output("loss", sum(p * p));
+  }
+  const Graph g = differentiate(b.take());
+  EXPECT_EQ(g.type(*g.find_output("grad.p")), (TensorType{DType::bf16, {3}}));
+  EXPECT_EQ(g.type(*g.find_output("grad.unused")), (TensorType{DType::bf16, {2}}));
+  const TensorMap out = interpret(g,
+                                  {{"p", HostTensor::of({DType::bf16, {3}}, {1.0, -2.0, 0.5})},
+                                   {"unused", HostTensor::of({DType::bf16, {2}}, {3.0, 4.0})}},
+                                  {.compute = ComputeType::f32})
+                            .outputs;
+  EXPECT_EQ(out.at("grad.p").to_f64(), (std::vector<double>{2.0, -4.0, 1.0}));
+  EXPECT_EQ(out.at("grad.unused").to_f64(), (std::vector<double>{0.0, 0.0}));
 }
 
 // A small transformer trained with a bf16 policy: the step graph's params, gradients and Adam
