@@ -157,8 +157,10 @@ std::vector<std::string> placement_errors(const Graph& graph, const PlanLimits& 
   }
   for (std::size_t v = 0; v < graph.values().size(); ++v) {
     const auto& type = graph.values()[v].type;
-    const auto words = static_cast<std::uint64_t>(std::max<std::int64_t>(type.size(), 1));
-    if (plan.slots[v].bytes != 4 * words)
+    // 4 bytes an element (2 for f16 and bf16), in whole 32-bit words, at least one word.
+    const auto elements = static_cast<std::uint64_t>(std::max<std::int64_t>(type.size(), 1));
+    const std::uint64_t element_bytes = is_low_precision(type.dtype) ? 2 : 4;
+    if (plan.slots[v].bytes != round_up(elements * element_bytes, 4))
       fail("%" + std::to_string(v) + " (" + type.to_string() + "): " + std::to_string(plan.slots[v].bytes) + " bytes");
   }
   for (std::size_t n = 0; n < options.scratch_bytes.size() && n < plan.scratch.size(); ++n) {
