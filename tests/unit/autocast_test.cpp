@@ -239,16 +239,20 @@ TEST(MixedPrecisionTraining, StepOnInterpF32AgreesWithTheOracle) {
 
 // W2 (shrunk as the parity goldens shrink it) learns in bf16: over 30 steps on one repeated batch the
 // loss falls well below its start.
+// The f32 run of the same model and seed is printed beside it (the figures of docs/training.md).
 TEST(MixedPrecisionTraining, W2SmallTrainsInBf16) {
   const examples::CharTransformer model({.vocab = 65, .context = 16, .width = 32, .layers = 2, .heads = 4});
-  Training train = compile(TrainingSpec<examples::CharTransformer>{
-      .model = model,
-      .loss = examples::transformer_loss,
-      .inputs = {{"tokens", {{4, 16}, DType::i32}}, {"targets", {{4, 16}, DType::i32}}},
-      .optimizer = {.kind = AdamWConfig{}},
-      .lr = 3e-3,
-      .seed = 5,
-      .precision = {.compute = DType::bf16}});
+  const auto training = [&](DType compute) {
+    return compile(TrainingSpec<examples::CharTransformer>{
+        .model = model,
+        .loss = examples::transformer_loss,
+        .inputs = {{"tokens", {{4, 16}, DType::i32}}, {"targets", {{4, 16}, DType::i32}}},
+        .optimizer = {.kind = AdamWConfig{}},
+        .lr = 3e-3,
+        .seed = 5,
+        .precision = {.compute = compute}});
+  };
+  Training train = training(DType::bf16), train_f32 = training(DType::f32);
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> token(0, 64);
   std::vector<std::int32_t> stream(4 * 17);
@@ -261,11 +265,14 @@ TEST(MixedPrecisionTraining, W2SmallTrainsInBf16) {
   const TensorMap batch{{"tokens", HostTensor::i32({4, 16}, tokens)}, {"targets", HostTensor::i32({4, 16}, targets)}};
   std::vector<double> losses;
   for (int step = 0; step < 30; ++step) {
-    const StepResult r = train.step(batch);
+    const StepResult r = train.step(batch), r32 = train_f32.step(batch);
     ASSERT_TRUE(r.ok()) << r.failure().message;
+    ASSERT_TRUE(r32.ok()) << r32.failure().message;
     losses.push_back(r.loss());
+    if (step % 5 == 0 || step == 29) {
+      std::printf("[ measured ] W2 small step %2d: bf16 %.4f, f32 %.4f\n", step + 1, r.loss(), r32.loss());
+    }
   }
-  std::printf("[ measured ] W2 small bf16 loss: step 1 %.4f, step 30 %.4f\n", losses.front(), losses.back());
   EXPECT_LT(losses.back(), 0.5 * losses.front());
 }
 
@@ -311,9 +318,17 @@ TEST(MixedPrecisionTraining, W2SmallBf16FollowsPyTorchCpuAutocast) {
                                                                    .lr = number(base.doc, "lr"),
                                                                    .seed = 0,
                                                                    .precision = {.compute = DType::bf16}});
+  // Our own f32 run beside it, for the figures.
+  Training train_f32 = compile(TrainingSpec<examples::CharTransformer>{.model = model,
+                                                                       .loss = examples::transformer_loss,
+                                                                       .inputs = inputs,
+                                                                       .optimizer = golden_optimizer(base),
+                                                                       .lr = number(base.doc, "lr"),
+                                                                       .seed = 0});
   ParamValues init;
   for (const std::string& name : golden_param_names(base)) init.emplace(name, base.tensors.at("init." + name).to_f32());
   train.upload_params(init);
+  train_f32.upload_params(init);
   ASSERT_EQ(want.size(), static_cast<std::size_t>(base.steps));
   ASSERT_EQ(f32.size(), want.size());
   double drift = 0, worst = 0, from_f32 = 0;
@@ -325,8 +340,10 @@ TEST(MixedPrecisionTraining, W2SmallBf16FollowsPyTorchCpuAutocast) {
     from_f32 = std::max(from_f32, std::abs(r.loss() - f32[t]));
     worst = std::max(worst, std::abs(r.loss() - want[t]) / bound);
     EXPECT_NEAR(r.loss(), want[t], bound) << "step " << t << " (PyTorch float32: " << f32[t] << ")";
-    std::printf("[ measured ] step %2zu: tensorgrad bf16 %.6f, PyTorch autocast bf16 %.6f, PyTorch f32 %.6f\n", t + 1,
-                r.loss(), want[t], f32[t]);
+    const StepResult r32 = train_f32.step(golden_batch(base, static_cast<std::int64_t>(t)));
+    ASSERT_TRUE(r32.ok()) << r32.failure().message;
+    std::printf("[ measured ] step %2zu: tensorgrad bf16 %.6f f32 %.6f | PyTorch autocast bf16 %.6f f32 %.6f\n", t + 1,
+                r.loss(), r32.loss(), want[t], f32[t]);
   }
   EXPECT_GT(from_f32, kF32Drift) << "the bf16 run follows PyTorch's f32 run: nothing ran in bf16";
   std::printf(
