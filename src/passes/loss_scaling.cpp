@@ -85,19 +85,21 @@ Graph differentiate_scaled(const Graph& forward, const std::string& loss) {
   builder.mutable_graph() = with_grads;
   TracingScope scope(builder);
   const Tensor scale = builder.wrap(*with_grads.find_input(kLossScaleInput));
-  // GradScaler: inv_scale = scale.reciprocal(); _amp_foreach_non_finite_check_and_unscale_ flags a
-  // non-finite scaled gradient and multiplies each by inv_scale. x * 0 is 0 for a finite x and NaN
-  // for Inf or NaN, so the sum of every gradient times 0 is 0 exactly when all are finite.
+  // GradScaler: inv_scale = scale.reciprocal(); _amp_foreach_non_finite_check_and_unscale_
+  // multiplies each gradient by inv_scale and flags a non-finite one. The check reads the unscaled
+  // gradients (PyTorch's reads the scaled ones): the same verdict, except that an unscale that
+  // overflows (a scale below 1 after many backoffs) is caught too. x * 0 is 0 for a finite x and
+  // NaN for Inf or NaN, so the sum of every gradient times 0 is 0 exactly when all are finite.
   const Tensor inv_scale = 1.0 / scale;
   std::set<std::string> drop{kScaledLoss};
   std::optional<Tensor> poison;
   for (const GraphOutput& o : with_grads.outputs()) {
     if (!o.name.starts_with(kScaledGradPrefix)) continue;
     drop.insert(o.name);
-    const Tensor g = builder.wrap(o.value);
-    const Tensor zeroed = sum(g * 0.0);
+    const Tensor unscaled = builder.wrap(o.value) * inv_scale;
+    const Tensor zeroed = sum(unscaled * 0.0);
     poison = poison ? *poison + zeroed : zeroed;
-    builder.output("grad." + o.name.substr(std::string(kScaledGradPrefix).size()), g * inv_scale);
+    builder.output("grad." + o.name.substr(std::string(kScaledGradPrefix).size()), unscaled);
   }
   if (!poison) throw Error("loss scaling: graph '" + forward.name() + "' has no param to differentiate");
   builder.output(kGradsFiniteOutput, cast(equal(*poison, 0.0), DType::f32));

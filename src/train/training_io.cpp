@@ -89,6 +89,9 @@ void check_values(const std::string& path, const TensorMap& tensors, bool allow_
                          " (not finite; every later step would fail. TrainingSpec::allow_nonfinite_params accepts it)");
       }
     }
+    if (name == kLossScaleInput && !(v.at(0) > 0)) {
+      refuse(path, "tensor '" + name + "' is " + std::to_string(v.at(0)) + ", but the loss scale is always > 0");
+    }
     if (name.ends_with(".adam.v")) {
       const auto negative = std::find_if(v.begin(), v.end(), [](double x) { return x < 0; });
       if (negative != v.end()) {

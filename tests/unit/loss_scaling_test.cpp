@@ -139,6 +139,17 @@ TEST(LossScaling, TheScaleIsSavedResetAndLoaded) {
   EXPECT_EQ(other.loss_scale(), 32768.0);
   other.reset();
   EXPECT_EQ(other.loss_scale(), 65536.0);
+  // A checkpoint whose scale is not > 0 (every later step would divide by it) is refused whole.
+  SafetensorsFile file = load_safetensors(path);
+  file.tensors.at(kLossScaleInput) = HostTensor::f32({}, {0.0f});
+  save_safetensors(path, file.tensors, file.metadata);
+  try {
+    other.load(path);
+    ADD_FAILURE() << "a zero loss scale was loaded";
+  } catch (const SafetensorsError& e) {
+    EXPECT_NE(std::string(e.what()).find(kLossScaleInput), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(other.loss_scale(), 65536.0);
   std::filesystem::remove(path);
 }
 
