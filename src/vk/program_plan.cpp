@@ -7,6 +7,7 @@
 
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/ir/ops/ids/layout.h"
+#include "tensorgrad/ir/ops/ids/precision.h"
 #include "tensorgrad/ir/ops/op_def.h"
 #include "tensorgrad/vk/error.h"
 #include "vk/fusion.h"
@@ -117,14 +118,21 @@ ProgramPlan plan_program(const Graph& graph, const DeviceInfo& info, const Progr
 
   // Nodes without inputs (full, zeros, ones, arange) give the same values on every run: computed
   // once when the program is built, kept for its whole life instead of recomputed per run (a
-  // training step's graph has dozens of them), up to kMaxConstantBytes in all.
+  // training step's graph has dozens of them), up to kMaxConstantBytes in all. So do casts of
+  // constants: a 16-bit graph's constants are f32 fills cast to their dtype (and back to f32 for the
+  // ops that read them) by the lowering (vk/low_precision_lowering.h).
   p.constants.assign(p.launches.size(), false);
   std::uint64_t constant_bytes = 0;
+  const auto cast_of_constant = [&](const Node& node) {
+    if (node.op != op::Cast) return false;
+    const NodeId producer = graph.value(node.inputs[0]).producer;
+    return producer != kNoNode && p.constants[static_cast<std::size_t>(producer)];
+  };
   for (std::size_t n = 0; n < p.launches.size(); ++n) {
     const Node& node = graph.nodes()[n];
     const std::uint64_t bytes = device_value_bytes(graph.type(node.output));
-    if (!node.inputs.empty() || p.launches[n].items == 0 || p.writeback_sources.contains(node.output) ||
-        constant_bytes + bytes > kMaxConstantBytes) {
+    if ((!node.inputs.empty() && !cast_of_constant(node)) || p.launches[n].items == 0 ||
+        p.writeback_sources.contains(node.output) || constant_bytes + bytes > kMaxConstantBytes) {
       continue;
     }
     p.constants[n] = true;

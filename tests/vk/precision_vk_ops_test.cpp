@@ -150,6 +150,25 @@ TEST_F(PrecisionVkOps, ResidentParamsWritebacksAndDeviceOutputsKeepTheirBits) {
   EXPECT_NO_VALIDATION_MESSAGES(ctx_);
 }
 
+// A 16-bit graph's scalar constants are f32 fills cast to bf16 and back to f32 by the lowering:
+// the casts of constants are computed once, when the program is built, like the fills, so each run
+// dispatches only the work on x (widen, mul, narrow, widen, add, narrow).
+TEST_F(PrecisionVkOps, CastsOfConstantsAreComputedOnce) {
+  GraphBuilder b("bf16_constants");
+  TracingScope scope(b);
+  const Tensor x = b.input("x", {DType::bf16, {7}});
+  b.output("y", x * 0.3 + 1.7);
+  const Graph g = b.take();
+  const TensorMap in{{"x", random_values(DType::bf16, {7}, 31)}};
+  Program program(ctx_, g);
+  const TensorMap oracle = interpret(g, in, {.compute = ComputeType::f32}).outputs;
+  expect_same_bits(program.run(in), oracle, "first run");
+  expect_same_bits(program.run(in), oracle, "second run");
+  EXPECT_EQ(program.stats().constants, 6u) << "two fills, each cast to bf16 and back";
+  EXPECT_EQ(program.stats().dispatches, 6u);
+  EXPECT_NO_VALIDATION_MESSAGES(ctx_);
+}
+
 // The few ops below in each 16-bit dtype, against the interpreter's f32 mode: within one unit in
 // the last place of the dtype at every element, and the same bits in nearly all of them (a
 // rounding that differed from the interpreter's, e.g. toward zero or half away from zero, would
