@@ -26,6 +26,8 @@ compute bf16) and f16 (the same with dynamic loss scaling: GradScaler / LossScal
   tg vs torch at each precision, and as the yardstick torch bf16 (f16) vs torch f32 and tg bf16
   (f16) vs tg f32: the largest |loss difference| and relative difference over the common steps,
   the difference at steps 1, 10, 50, 100 (those run), and both sides' first and last losses.
+  --check-f32 REL exits 1 unless the f32 pair has as many steps and agrees to REL relative at
+  every step (the bench.loss_curve_smoke CTest: same init, batches and math on both sides).
 """
 import argparse
 import contextlib
@@ -231,6 +233,16 @@ def run_compare(args):
             row = pair_row(a, curves[a], b, curves[b], marks)
             if row:
                 print(row)
+    failed = None
+    if args.check_f32 is not None:
+        if "tg_f32" not in curves or "torch_f32" not in curves:
+            failed = f"--check-f32: tg_f32.json or torch_f32.json missing in {args.dir}"
+        else:
+            ours, theirs = curves["tg_f32"]["loss"], curves["torch_f32"]["loss"]
+            worst = max([abs(a - b) / max(abs(b), 1e-30) for a, b in zip(ours, theirs)], default=float("inf"))
+            if len(ours) != len(theirs) or not worst <= args.check_f32:
+                failed = (f"--check-f32: tg f32 ({len(ours)} steps) against torch f32 ({len(theirs)} steps): largest "
+                          f"relative loss difference {worst:.3g}, allowed {args.check_f32:.3g}")
     print()
     for name, doc in curves.items():
         where = doc.get("device_name") or doc.get("device") or ""
@@ -239,6 +251,8 @@ def run_compare(args):
         median = f"median step {sorted(ms[2:])[len(ms[2:]) // 2]:.1f} ms (after the first 2)" if len(ms) > 2 else ""
         skipped = f", skipped steps (Inf/NaN gradients): {doc['skipped']}" if doc.get("skipped") else ""
         print(f"- {name}: {len(doc.get('loss', []))} steps, {where}; {median}{skipped}")
+    if failed:
+        raise SystemExit(failed)
 
 
 def main():
@@ -258,6 +272,8 @@ def main():
     t.add_argument("--fresh", action="store_true", help="rewrite the init and batches even if present")
     c = sub.add_parser("compare", help="the markdown table of D/torch_*.json against D/tg_*.json")
     c.add_argument("--dir", required=True)
+    c.add_argument("--check-f32", type=float, default=None, metavar="REL",
+                   help="exit 1 unless tg_f32 and torch_f32 have as many steps and every loss agrees to REL relative")
     args = parser.parse_args(argv)
     if args.command == "compare":
         run_compare(args)
