@@ -64,8 +64,8 @@ void check_loss_scaling(const LossScaling& c) {
 
 Graph differentiate_scaled(const Graph& forward, const std::string& loss) {
   const auto loss_value = forward.find_output(loss);
-  if (!loss_value || forward.type(*loss_value) != TensorType{DType::f32, {}}) {
-    throw Error("loss scaling: graph '" + forward.name() + "' has no 0-d f32 output '" + loss + "'");
+  if (!loss_value || forward.type(*loss_value).rank() != 0 || !is_float(forward.type(*loss_value).dtype)) {
+    throw Error("loss scaling: graph '" + forward.name() + "' has no 0-d float output '" + loss + "'");
   }
   if (forward.find_input(kLossScaleInput)) {
     throw Error("loss scaling: graph '" + forward.name() + "' already has an input '" + kLossScaleInput + "'");
@@ -76,7 +76,8 @@ Graph differentiate_scaled(const Graph& forward, const std::string& loss) {
     builder.mutable_graph() = forward;
     TracingScope scope(builder);
     const Tensor scale = builder.input(kLossScaleInput, {DType::f32, {}}, InputKind::state);
-    builder.output(kScaledLoss, builder.wrap(*loss_value) * scale);  // scaler.scale(loss)
+    // scaler.scale(loss): outputs * scale, promoted to f32 as PyTorch promotes a 16-bit loss.
+    builder.output(kScaledLoss, cast(builder.wrap(*loss_value), DType::f32) * scale);
     scaled_forward = builder.take();
   }
   const Graph with_grads = differentiate(scaled_forward, {.loss = kScaledLoss, .grad_prefix = kScaledGradPrefix});

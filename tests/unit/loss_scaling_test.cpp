@@ -153,6 +153,32 @@ TEST(LossScaling, TheScaleIsSavedResetAndLoaded) {
   std::filesystem::remove(path);
 }
 
+// A loss the model itself returns in a 16-bit dtype trains too, scaled or not: differentiate
+// seeds its cotangent in that dtype, and the scaled loss is its f32 cast times the scale.
+TEST(LossScaling, ALossIn16BitsTrains) {
+  const Net net;
+  for (const bool scaled : {false, true}) {
+    SCOPED_TRACE(scaled ? "scaled" : "unscaled");
+    Training train = compile(
+        TrainingSpec<Net>{.model = net,
+                          .loss = [](const Net& m, const Inputs& in) { return cast(net_loss(m, in), DType::bf16); },
+                          .inputs = {{"x", {{16, 8}}}, {"y", {{16, 1}}}},
+                          .optimizer = {.kind = AdamConfig{}},
+                          .lr = 1e-2,
+                          .seed = 11,
+                          .precision = {.compute = DType::bf16, .loss_scaling = LossScaling{.enabled = scaled}}});
+    const double first = train.step(batch(0.5)).loss();
+    double last = first;
+    for (int step = 0; step < 20; ++step) {
+      const StepResult r = train.step(batch(0.5));
+      ASSERT_TRUE(r.ok()) << r.failure().message;
+      last = r.loss();
+    }
+    EXPECT_LT(last, first);
+    EXPECT_EQ(train.steps(), 21);
+  }
+}
+
 TEST(LossScaling, BadConfigsAreRefused) {
   const Net net;
   const auto refused = [&](LossScaling config, const std::string& field) {

@@ -31,8 +31,8 @@ inline constexpr const char* kGradsFiniteOutput = "optim.grads_finite";
 // backoff_factor in (0, 1], growth_interval in [1, 2^24] (the count is held in f32).
 void check_loss_scaling(const LossScaling& config);
 
-// `forward` (whose output `loss` is a 0-d f32) differentiated with the loss scaled: adds the state
-// input kLossScaleInput, differentiates loss * scale w.r.t. every param, and outputs
+// `forward` (whose output `loss` is a 0-d float) differentiated with the loss scaled: adds the
+// state input kLossScaleInput, differentiates f32(loss) * scale w.r.t. every param, and outputs
 // "grad.<param>" = d(loss * scale)/d param * (1 / scale) plus kGradsFiniteOutput. The result's
 // outputs are the forward's, the unscaled gradients and kGradsFiniteOutput.
 Graph differentiate_scaled(const Graph& forward, const std::string& loss);
