@@ -26,7 +26,7 @@ endif()
 set(kMaxFamilies 32)
 set(kMaxOpsPerFamily 128)
 set(kMaxBinaryCodes 16)   # fused_elementwise.comp: step codes below 16 are binary
-set(kMaxUnaryCodes 239)   # unary codes + 16 fit the step word's low byte, with EW_COPY after them
+set(kMaxUnaryCodes 237)   # unary codes + 16 fit the step word's low byte, with EW_COPY and the two roundings after them
 
 # Writes `content` to `path` only when it differs, so make sees no change otherwise.
 function(tg_write_if_changed path content)
@@ -184,6 +184,11 @@ endif()
 # EW_COPY follows the unary math codes: stop_gradient's word copy and fusion's broadcast copy.
 string(APPEND ew_glsl "// Not an op of its own: stop_gradient's word copy and fusion's broadcast_to of one element.\n")
 string(APPEND ew_glsl "const uint EW_COPY = ${unary_code}u;\n")
+# Fusion's casts to f16 and bf16 inside a run: the value rounded to the dtype, kept in a register.
+math(EXPR round_f16_code "${unary_code} + 1")
+math(EXPR round_bf16_code "${unary_code} + 2")
+string(APPEND ew_glsl "// Not ops of their own: fusion's cast to f16 / bf16 of a register (rounded, kept as f32).\n")
+string(APPEND ew_glsl "const uint EW_ROUND_F16 = ${round_f16_code}u;\nconst uint EW_ROUND_BF16 = ${round_bf16_code}u;\n")
 string(APPEND ew_glsl "const uint EW_UNARY_CODES = ${unary_code}u;\nconst uint EW_BINARY_CODES = ${binary_code}u;\n")
 
 set(ew_h "${banner}// The ops with an elementwise op code (TG_EW lines): the codes the Vulkan family kernels push\n")
@@ -192,7 +197,8 @@ string(APPEND ew_h "#include \"tensorgrad/ir/ops/ids/elementwise_binary.h\"\n#in
 string(APPEND ew_h "namespace tg::vk {\n\nenum class EwFamily : std::uint8_t { unary, binary };\nstruct EwOp {\n  OpId op;\n  EwFamily family;\n  std::uint32_t code;\n};\n\n")
 string(APPEND ew_h "inline constexpr EwOp kEwOps[] = {\n${ew_cpp}};\n")
 string(APPEND ew_h "inline constexpr std::uint32_t kEwUnaryCodes = ${unary_code};\ninline constexpr std::uint32_t kEwBinaryCodes = ${binary_code};\n")
-string(APPEND ew_h "// stop_gradient's word copy and fusion's broadcast copy: after the unary math codes.\ninline constexpr std::uint32_t kEwCopy = ${unary_code};\n\n}  // namespace tg::vk\n")
+string(APPEND ew_h "// stop_gradient's word copy and fusion's broadcast copy: after the unary math codes.\ninline constexpr std::uint32_t kEwCopy = ${unary_code};\n")
+string(APPEND ew_h "// fusion's casts to f16 and bf16 of a register: after the copy.\ninline constexpr std::uint32_t kEwRoundF16 = ${round_f16_code};\ninline constexpr std::uint32_t kEwRoundBf16 = ${round_bf16_code};\n\n}  // namespace tg::vk\n")
 
 tg_write_if_changed(${TG_OUT}/include/tensorgrad/ir/ops/ids.h "${ids_h}")
 tg_write_if_changed(${TG_OUT}/include/tensorgrad/ir/ops/op_list.inc "${list_inc}")

@@ -13,6 +13,7 @@
 // elementwise op adds its code there and a case here (tests/unit/op_codes_test.cpp checks both).
 // The codes of the two families overlap: a case belongs in its family's function only.
 #include "ew_codes.glsl"
+#include "low_precision.glsl"
 
 // exp within a few ulp for every finite x. The built-in exp may be exp2(x * log2(e)) (llvmpipe's
 // is): rounding that product costs about |x| / 2 ulp, 14 ulp at x = 88 on lavapipe (issue 13's
@@ -131,6 +132,10 @@ float ew_unary(uint op, float x, float p0, float p1) {
     case EW_SILU: r = x * ew_stable_sigmoid(x); break;
     case EW_CLAMP: r = x < p1 ? p1 : (x > p0 ? p0 : x); break;  // p0 = hi, p1 = lo
     case EW_COPY: r = x; break;
+    // Fusion's cast of a register to f16 / bf16 (src/vk/fusion.cpp): the cast kernel's rounding
+    // (low_precision.glsl), the value kept as the f32 it stands for; the cast back is a copy.
+    case EW_ROUND_F16: r = uintBitsToFloat(lp_f16_bits_to_f32_bits(lp_f32_to_f16_bits(floatBitsToUint(x)))); break;
+    case EW_ROUND_BF16: r = uintBitsToFloat(lp_bf16_bits_to_f32_bits(lp_f32_to_bf16_bits(floatBitsToUint(x)))); break;
   }
   return r;
 }

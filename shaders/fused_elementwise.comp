@@ -90,7 +90,7 @@ OUTPUT(0, 12) OUTPUT(1, 13) OUTPUT(2, 14) OUTPUT(3, 15)
 // does not compile): every binary code below UNARY, every unary code + UNARY (EW_COPY, the last,
 // included) in the op byte.
 const uint BINARY_CODES_BELOW_UNARY[EW_BINARY_CODES <= UNARY ? 1 : 0] = {0u};
-const uint UNARY_CODES_FIT_A_BYTE[UNARY + EW_COPY <= 255u ? 1 : 0] = {0u};
+const uint UNARY_CODES_FIT_A_BYTE[UNARY + EW_ROUND_BF16 <= 255u ? 1 : 0] = {0u};
 
 uvec4 X[MAX_INPUTS];   // the inputs' words at this position (a broadcast input's word in every lane)
 uvec4 Y[MAX_OUTPUTS];  // the outputs' words

@@ -14,6 +14,7 @@
 
 #include "tensorgrad/ir/ops/ids/elementwise_binary.h"
 #include "tensorgrad/ir/ops/ids/layout.h"
+#include "tensorgrad/ir/ops/ids/precision.h"
 #include "vk/ew_codes.h"
 
 namespace tg::vk {
@@ -31,8 +32,11 @@ constexpr std::size_t kMaxParamSlots = 4;  // unary steps with params (ew_params
 // code + kUnary; the copy step of broadcast_to is kEwCopy + kUnary.
 constexpr std::uint32_t kUnary = 16;
 static_assert(kEwBinaryCodes <= kUnary, "binary op codes must stay below the fused kernel's UNARY");
-static_assert(kUnary + kEwCopy <= 0xFF, "unary op codes + UNARY must fit the step word's op byte");
+static_assert(kUnary + kEwRoundBf16 <= 0xFF, "unary op codes + UNARY must fit the step word's op byte");
 constexpr std::uint32_t kCopy = kUnary + kEwCopy;
+// A cast of a register to f16 / bf16 inside a run (a rounding step; see fusable_cast).
+constexpr std::uint32_t kRoundF16 = kUnary + kEwRoundF16;
+constexpr std::uint32_t kRoundBf16 = kUnary + kEwRoundBf16;
 
 struct FusedPush {
   std::uint32_t n = 0;
@@ -96,7 +100,7 @@ const StepCodes kStepCodes;
 struct FusedOpPaths {
   FusedOpPaths() {
     for (const OpId op : all_ops()) {
-      if (op == op::BroadcastTo || kStepCodes[op])
+      if (op == op::BroadcastTo || op == op::Cast || kStepCodes[op])
         by_op[static_cast<std::size_t>(op)] = std::make_unique<LaunchPath>("vulkan", op_name(op), "fused");
     }
   }
@@ -126,10 +130,40 @@ bool fusable_operand(const TensorType& in, const TensorType& out) {
          (in.shape == out.shape || in.size() == 1 || periodic(in, out) || spread_run(in, out) != 0);
 }
 
+// A cast may join a run when its 16-bit side is a register of the run, never memory (the fused
+// shader reads and writes f32 words): a cast to f16 / bf16 rounds its f32 operand in the register
+// (a rounding step; the run may not end storing it, as with a comparison's bool), and a cast of such
+// a register to f32 or to the other 16-bit dtype is a copy or a rounding step whose operand the run
+// computed (Run::add checks). So a chain of ops on bf16 values, which Vulkan runs as f32 ops between
+// casts (low_precision_lowering.h), is one dispatch, each value rounded where the graph stores it.
+std::optional<std::uint32_t> fusable_cast(const Graph& graph, const Node& node, const KernelLaunch& launch) {
+  if (launch.shader != "cast" || launch.items == 0 || !launch.then.empty() || launch.index_check ||
+      launch.scratch_bytes != 0 || !launch.extra_reads.empty()) {
+    return std::nullopt;
+  }
+  const TensorType& in = graph.type(node.inputs[0]);
+  const TensorType& out = graph.type(node.output);
+  if (!is_float(in.dtype) || !(in.shape == out.shape) || out.size() <= 0 ||
+      out.size() > std::numeric_limits<std::uint32_t>::max()) {
+    return std::nullopt;
+  }
+  switch (out.dtype) {
+    case DType::f16:
+      return kRoundF16;
+    case DType::bf16:
+      return kRoundBf16;
+    case DType::f32:
+      return kCopy;
+    default:
+      return std::nullopt;
+  }
+}
+
 // Whether node n may join a run at all: an f32 op of the families above whose per-op launch is
 // the family kernel (a fused step reproduces that kernel's bits, no other's), every operand of
 // the output's shape, a single element, periodic or spread, the output non-empty.
 std::optional<std::uint32_t> fusable_code(const Graph& graph, const Node& node, const KernelLaunch& launch) {
+  if (node.op == op::Cast) return fusable_cast(graph, node, launch);
   // broadcast_to of a register the run can read (one element, periodic, spread): a copy step.
   const bool broadcast_copy = node.op == op::BroadcastTo &&
                               fusable_operand(graph.type(node.inputs[0]), graph.type(node.output)) &&
@@ -165,7 +199,7 @@ std::optional<std::uint32_t> fusable_code(const Graph& graph, const Node& node, 
 // Per node of the graph: what the run search needs.
 struct NodeFacts {
   std::optional<std::uint32_t> code;  // set when the node may join a run
-  bool constant = false;              // no inputs: its launch may stay where it is inside a run
+  bool constant = false;  // no inputs (or a cast of a constant): its launch may stay where it is inside a run
 };
 
 // One run being assembled: its nodes in order, the outside values it reads and the registers of
@@ -181,12 +215,14 @@ class Run {
     // A where's condition must be a comparison of this run (a register holding 1.0 / 0.0): a bool
     // from memory is an int32 word, not a float.
     const bool where = node.op == op::Where;
-    if (where) {
-      const auto cond = registers_.find(node.inputs[0]);
-      if (cond == registers_.end() || cond->second < kMaxInputs) return false;
+    // A where's condition and a cast's 16-bit operand live in the run's registers only.
+    const bool from_16bit = node.op == op::Cast && is_low_precision(graph_.type(node.inputs[0]).dtype);
+    if (where || from_16bit) {
+      const auto operand = registers_.find(node.inputs[0]);
+      if (operand == registers_.end() || operand->second < kMaxInputs) return false;
     }
     // A unary step with real attributes (clamp's bounds) takes a param slot for them.
-    const bool unary = code >= kUnary && code != kCopy;
+    const bool unary = code >= kUnary && code != kCopy && code != kRoundF16 && code != kRoundBf16;
     const EwParams params = unary ? ew_params(node) : EwParams{};
     if (params.count > 0 && param_slots_ == kMaxParamSlots) return false;
     std::vector<ValueId> fresh;
@@ -214,6 +250,11 @@ class Run {
   }
 
   const std::vector<NodeId>& nodes() const { return nodes_; }
+  // Whether `v` is a value one of the run's nodes computes (held in a register, not memory).
+  bool computes(ValueId v) const {
+    const auto it = registers_.find(v);
+    return it != registers_.end() && it->second >= kMaxInputs;
+  }
 
   // The launch on the run's last node: `written` are the values it stores (the last node's first).
   KernelLaunch launch(const std::vector<ValueId>& written) const {
@@ -296,6 +337,15 @@ class Fuser {
     for (std::size_t n = 0; n < nodes.size(); ++n) {
       facts_[n].code = fusable_code(graph, nodes[n], launches_[n]);
       facts_[n].constant = nodes[n].inputs.empty() && !facts_[n].code;
+      // A cast of a constant (a 16-bit graph's scalars: f32 fills cast to the dtype and back, see
+      // low_precision_lowering.h) is a constant too: computed once at build (program_plan.cpp), so
+      // a run passes over it as over the fill.
+      if (nodes[n].op == op::Cast) {
+        const NodeId producer = graph.value(nodes[n].inputs[0]).producer;
+        if (producer != kNoNode && facts_[static_cast<std::size_t>(producer)].constant) {
+          facts_[n] = NodeFacts{.code = std::nullopt, .constant = true};
+        }
+      }
       for (ValueId v : nodes[n].inputs) last_use_[static_cast<std::size_t>(v)] = static_cast<NodeId>(n);
     }
     for (const GraphOutput& out : graph.outputs()) is_output_[static_cast<std::size_t>(out.value)] = true;
@@ -340,7 +390,7 @@ class Fuser {
   }
 
   // Whether a run may end with its last node: it stores at most kMaxOutputs values, all f32 (a
-  // comparison's bool is a register of the run, never a stored word).
+  // comparison's bool and a cast's 16-bit value are registers of the run, never stored words).
   bool may_end(const std::vector<NodeId>& run) const {
     const std::vector<ValueId> stored = written(run);
     return stored.size() <= kMaxOutputs &&
@@ -355,6 +405,13 @@ class Fuser {
     const auto count = static_cast<NodeId>(graph_.nodes().size());
     for (NodeId n = start + 1; n < count; ++n) {
       if (facts_[static_cast<std::size_t>(n)].constant) continue;
+      // A widening cast of a 16-bit value in memory (a graph input, a value stored earlier) keeps
+      // its own launch, before the run's, like a constant: it reads nothing the run computes, and
+      // the run reads its f32 result as an outside input.
+      const Node& node = graph_.node(n);
+      if (node.op == op::Cast && is_low_precision(graph_.type(node.inputs[0]).dtype) && !run.computes(node.inputs[0])) {
+        continue;
+      }
       if (!code(n) || !(shape(n) == shape(start))) break;
       if (!run.add(n, *code(n))) return {run.nodes(), n};
     }

@@ -19,6 +19,7 @@
 #include "support/library.h"
 #include "support/op_seed.h"
 #include "tensorgrad/ir/ops/ids/layout.h"
+#include "tensorgrad/ir/ops/ids/precision.h"
 #include "vk/fusion.h"
 #include "vk/kernels/kernels.h"
 
@@ -124,6 +125,9 @@ TEST(OpCodes, EveryElementwiseOpHasItsShaderCase) {
   // Per function, the codes it must handle, and may (the codes of other families overlap).
   std::map<std::string, std::set<std::string>> wanted;
   wanted["ew_unary"].insert("EW_COPY");  // fusion's broadcast copy
+  // fusion's casts of a register to f16 / bf16 (src/vk/fusion.cpp, fusable_cast)
+  wanted["ew_unary"].insert("EW_ROUND_F16");
+  wanted["ew_unary"].insert("EW_ROUND_BF16");
   for (const OpId op : ew_ops("elementwise_unary")) wanted["ew_unary"].insert(code_name(op));
   std::set<std::string> selects;
   for (const OpId op : ew_ops("elementwise_binary")) {
@@ -162,7 +166,7 @@ TEST(OpCodes, EveryElementwiseOpHasItsShaderCase) {
 // The codes come from ew_codes.glsl only: the hand-written shaders define none and name no code
 // that the op list does not generate.
 TEST(OpCodes, ShadersNameOnlyGeneratedCodes) {
-  std::set<std::string> generated = {"EW_COPY", "EW_UNARY_CODES", "EW_BINARY_CODES"};
+  std::set<std::string> generated = {"EW_COPY", "EW_ROUND_F16", "EW_ROUND_BF16", "EW_UNARY_CODES", "EW_BINARY_CODES"};
   for (const OpId op : all_ops()) {
     if (listed(op).ew) generated.insert(code_name(op));
   }
@@ -263,7 +267,8 @@ std::optional<bool> fused(OpId op, const OpSample& sample, const std::vector<Ten
 }
 
 // Every TG_EW op fuses (in some form: all operands of the output's shape), nothing else does,
-// except broadcast_to of one element (a copy step). Each op is tried on its own samples, the same
+// except broadcast_to of one element (a copy step) and cast where its 16-bit side stays in the
+// run's registers (a rounding or copy step). Each op is tried on its own samples, the same
 // with every input of the output's shape, and with input 0 of one element.
 TEST(OpCodes, FusionTakesExactlyTheElementwiseOps) {
   std::size_t ew_seen = 0;
@@ -304,6 +309,8 @@ TEST(OpCodes, FusionTakesExactlyTheElementwiseOps) {
       EXPECT_TRUE(fuses) << def.name << " is a TG_EW op, but fusion never took it (" << forms << " forms tried)";
     } else if (op == op::BroadcastTo) {
       EXPECT_TRUE(fuses) << "broadcast_to of one element should fuse as a copy step";
+    } else if (op == op::Cast) {
+      EXPECT_TRUE(fuses) << "a cast whose 16-bit side stays in the run's registers should fuse (fusable_cast)";
     } else {
       EXPECT_FALSE(fuses) << def.name << " is no TG_EW op, yet fusion took it";
     }

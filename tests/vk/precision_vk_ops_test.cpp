@@ -152,7 +152,8 @@ TEST_F(PrecisionVkOps, ResidentParamsWritebacksAndDeviceOutputsKeepTheirBits) {
 
 // A 16-bit graph's scalar constants are f32 fills cast to bf16 and back to f32 by the lowering:
 // the casts of constants are computed once, when the program is built, like the fills, so each run
-// dispatches only the work on x (widen, mul, narrow, widen, add, narrow).
+// dispatches only the work on x: widen, mul, narrow, widen, add, narrow unfused, and widen, one
+// fused dispatch (mul, the rounding to bf16 in a register, add), narrow with fusion.
 TEST_F(PrecisionVkOps, CastsOfConstantsAreComputedOnce) {
   GraphBuilder b("bf16_constants");
   TracingScope scope(b);
@@ -165,7 +166,11 @@ TEST_F(PrecisionVkOps, CastsOfConstantsAreComputedOnce) {
   expect_same_bits(program.run(in), oracle, "first run");
   expect_same_bits(program.run(in), oracle, "second run");
   EXPECT_EQ(program.stats().constants, 6u) << "two fills, each cast to bf16 and back";
-  EXPECT_EQ(program.stats().dispatches, 6u);
+  EXPECT_EQ(program.stats().dispatches, 3u);
+  Program unfused(ctx_, g, {.fuse_elementwise = false});
+  expect_same_bits(unfused.run(in), oracle, "unfused");
+  EXPECT_EQ(unfused.stats().constants, 6u);
+  EXPECT_EQ(unfused.stats().dispatches, 6u);
   EXPECT_NO_VALIDATION_MESSAGES(ctx_);
 }
 
