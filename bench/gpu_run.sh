@@ -15,6 +15,10 @@
 #      tg_vk_stream_probe's descriptor-bound against buffer-device-address streaming adds, at 2^26
 #      elements and at 9 GiB per tensor (where only addresses can bind).
 #   7. (`vk`) the workloads (1.) and the vk tests (2.) only.
+#   9. (`mixed`) mixed precision: tg_train_bench's train/vulkan/W2, W2_bf16, W2_f16 and W6, W6_bf16,
+#      W6_f16 next to pytorch_train.py fp32, --autocast bf16 (eager, graph) and --autocast f16
+#      (eager, GradScaler); the loss curves of W2 from one init and batch stream on both sides
+#      (bench/loss_curve.py, tg_loss_curve); interp_f32 W2_small f32/bf16 next to PyTorch CPU.
 #   8. (`ckpt`) gradient checkpointing (issue 17): tg_train_bench's train/vulkan/W2 and W2_ckpt, then
 #      W6 and W6_ckpt (TG_BENCH_W6=1, batch TG_W6_BATCH default 8, TG_W6_STEPS default 5 timed
 #      steps), pytorch_train.py --device cuda eager for W2, W6 with and without
@@ -24,7 +28,7 @@
 #      reports in <out-dir>/ckpt_json.tar.gz and ckpt_report.py's tables in <out-dir>/ckpt.md.
 #      Bounded by TG_CKPT_SECONDS (default 520) like `w6`; the whole mode took 105 s on an H200
 #      (2026-11-25), so TG_W6_STEPS can go higher.
-# Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir> [all|train|w6|large|vk|ckpt]
+# Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir> [all|train|w6|large|vk|ckpt|mixed]
 # The build dir must hold tests/tg_vk_tests and bench/tg_vk_{workloads,ops}_bench (Release), and
 # bench/libbenchmark.so.1debian when the machine lacks Google Benchmark; for `w6`,
 # bench/tg_train_bench and bench/tg_w6_capacity (and the libbenchmark copy); for `ckpt`,
@@ -113,6 +117,47 @@ if [ "$what" = ckpt ]; then
   # The device tool brings back 8 files at most: the JSON reports travel as one archive.
   (cd "$out" && tar czf ckpt_json.tar.gz ckpt_*.json interp_parallel_*.json && rm -f ckpt_*.json interp_parallel_*.json)
   echo "ckpt: $SECONDS s"
+  exit 0
+fi
+
+if [ "$what" = mixed ]; then
+  # Mixed precision (bf16/f16 autocast) against fp32, both sides, then the loss curves of the same
+  # init and batches over TG_CURVE_STEPS steps, then interp_f32 next to PyTorch CPU. Bounded by
+  # TG_MIXED_SECONDS (default 540).
+  export TG_W6_BATCH=${TG_W6_BATCH:-8} TG_W6_STEPS=${TG_W6_STEPS:-5}
+  deadline=$((SECONDS + ${TG_MIXED_SECONDS:-540}))
+  left() { local l=$((deadline - SECONDS - ${2:-0})); ((l > $1)) && l=$1; ((l < 5)) && l=5; echo $l; }
+  B="$build/bench/tg_train_bench"
+  echo "== W2 f32/bf16/f16: Vulkan"
+  timeout "$(left 90 420)" "$B" '--benchmark_filter=^train/vulkan/W2(_bf16|_f16)?$' --benchmark_out="$out/mixed_vk_w2.json" $J
+  echo "== W6 f32/bf16/f16 at batch $TG_W6_BATCH, $TG_W6_STEPS steps: Vulkan"
+  TG_BENCH_W6=1 timeout "$(left 150 300)" "$B" '--benchmark_filter=^train/vulkan/W6(_bf16|_f16)?$' \
+    --benchmark_out="$out/mixed_vk_w6.json" $J
+  T="python3 bench/pytorch_train.py --device cuda --workloads W2 --w6"
+  echo "== PyTorch CUDA: fp32, bf16 autocast (eager, graph), f16 autocast + GradScaler (eager)"
+  timeout "$(left 60 240)" $T --out "$out/mixed_torch_f32.json"
+  timeout "$(left 60 180)" $T --autocast bf16 --out "$out/mixed_torch_bf16.json"
+  timeout "$(left 60 120)" $T --autocast f16 --modes eager --out "$out/mixed_torch_f16.json"
+  python3 bench/compare.py "$out/mixed_vk_w2.json" "$out/mixed_vk_w6.json" "$out/mixed_torch_f32.json" \
+    "$out/mixed_torch_bf16.json" "$out/mixed_torch_f16.json" --ours train/vulkan | tee "$out/mixed.md"
+  echo "== loss curves: W2, ${TG_CURVE_STEPS:=100} steps, the same init and batches"
+  D=/tmp/curve_w2
+  timeout "$(left 60 60)" python3 bench/loss_curve.py --workload W2 --steps "$TG_CURVE_STEPS" --dir $D --device cuda \
+    --precisions f32,bf16,f16
+  for p in f32 bf16 f16; do
+    timeout "$(left 40 30)" "$build/bench/tg_loss_curve" --dir $D --workload W2 --precision $p --backend vulkan \
+      --steps "$TG_CURVE_STEPS"
+  done
+  python3 bench/loss_curve.py compare --dir $D | tee -a "$out/mixed.md"
+  echo "== interp_f32 next to PyTorch CPU: W2_small f32 and bf16"
+  timeout "$(left 40 10)" "$B" '--benchmark_filter=^train/interp_f32/W2_small(_bf16)?$' --benchmark_out="$out/mixed_cpu_tg.json" $J
+  timeout "$(left 40)" python3 bench/pytorch_train.py --device cpu --workloads W2_small --out "$out/mixed_cpu_f32.json"
+  timeout "$(left 40)" python3 bench/pytorch_train.py --device cpu --workloads W2_small --autocast bf16 \
+    --out "$out/mixed_cpu_bf16.json"
+  python3 bench/compare.py "$out/mixed_cpu_tg.json" "$out/mixed_cpu_f32.json" "$out/mixed_cpu_bf16.json" \
+    --ours train/interp_f32 | tee -a "$out/mixed.md"
+  (cd "$out" && tar czf mixed_json.tar.gz mixed_*.json && rm -f mixed_*.json)
+  echo "mixed: $SECONDS s"
   exit 0
 fi
 

@@ -10,6 +10,11 @@
 //   train/vulkan/W6           the same model at GPT-2-small size (examples::kW6Config: vocab 256,
 //                             T 1024, d 768, 12 layers, 12 heads), B = TG_W6_BATCH (default 8),
 //                             the same optimizer; TG_W6_STEPS (default 10) timed steps.
+// The transformers also run in mixed precision as <name>_bf16 (W2_small, W2, W6) and <name>_f16 (W2,
+// W6): TrainingSpec::precision with that compute dtype (autocast: matmul inputs and the
+// activations between them 16-bit, f32 params, optimizer state, reductions, softmax and losses;
+// f16 with dynamic loss scaling), the same batch and seed; pytorch_train.py --autocast times the
+// same under torch.autocast.
 // Each transformer workload also runs as <name>_ckpt (W2_ckpt, W2_small_ckpt, W6_ckpt): the same
 // model with every block checkpointed (TransformerConfig::checkpoint_blocks), the same batch and
 // seed, so the pair shows the memory checkpointing saves and the step time it costs.
@@ -101,12 +106,13 @@ std::unique_ptr<Setup> make_w1(Backend backend, std::shared_ptr<vk::Context> ctx
 }
 
 // W2, W2_small and W6: the char transformer (AdamW lr 1e-3, weight decay 0.01) at `size`.
-std::unique_ptr<Setup> make_transformer(TransformerSize size, bool checkpoint_blocks, Backend backend,
+std::unique_ptr<Setup> make_transformer(TransformerSize size, bool checkpoint_blocks, DType compute, Backend backend,
                                         std::shared_ptr<vk::Context> ctx) {
   auto s = std::make_unique<Setup>();
   size.config.checkpoint_blocks = checkpoint_blocks;
   auto model = std::make_unique<examples::CharTransformer>(size.config);
-  s->training.emplace(bench::compile_transformer(*model, size.batch, backend, std::move(ctx)));
+  s->training.emplace(
+      bench::compile_transformer(*model, size.batch, backend, std::move(ctx), 2, PrecisionPolicy{.compute = compute}));
   s->model = std::move(model);
   s->batch = bench::transformer_batch(size.config, size.batch);
   return s;
@@ -114,18 +120,19 @@ std::unique_ptr<Setup> make_transformer(TransformerSize size, bool checkpoint_bl
 
 enum class Workload { w1, w2, w2_small, w6 };
 
-// `checkpoint_blocks` applies to the transformers only (W1 has no blocks; register_all never asks).
-std::unique_ptr<Setup> make_setup(Workload w, bool checkpoint_blocks, Backend backend,
+// `checkpoint_blocks` and `compute` apply to the transformers only (register_all never asks W1).
+std::unique_ptr<Setup> make_setup(Workload w, bool checkpoint_blocks, DType compute, Backend backend,
                                   std::shared_ptr<vk::Context> ctx) {
   switch (w) {
     case Workload::w1:
       return make_w1(backend, std::move(ctx));
     case Workload::w2:
-      return make_transformer(kW2, checkpoint_blocks, backend, std::move(ctx));
+      return make_transformer(kW2, checkpoint_blocks, compute, backend, std::move(ctx));
     case Workload::w2_small:
-      return make_transformer(kW2Small, checkpoint_blocks, backend, std::move(ctx));
+      return make_transformer(kW2Small, checkpoint_blocks, compute, backend, std::move(ctx));
     case Workload::w6:
-      return make_transformer({examples::kW6Config, bench::w6_batch()}, checkpoint_blocks, backend, std::move(ctx));
+      return make_transformer({examples::kW6Config, bench::w6_batch()}, checkpoint_blocks, compute, backend,
+                              std::move(ctx));
   }
   return nullptr;
 }
@@ -163,7 +170,7 @@ std::map<std::string, std::unique_ptr<Setup>>& setups() {
   return kept;
 }
 
-void run_training(benchmark::State& state, const std::string& key, Workload w, bool checkpoint_blocks,
+void run_training(benchmark::State& state, const std::string& key, Workload w, bool checkpoint_blocks, DType compute,
                   Backend backend) {
   std::unique_ptr<Setup>& s = setups()[key];
   double loss = 0;
@@ -177,7 +184,7 @@ void run_training(benchmark::State& state, const std::string& key, Workload w, b
       ctx = vk_device().ctx;
     }
     try {
-      s = make_setup(w, checkpoint_blocks, backend, ctx);
+      s = make_setup(w, checkpoint_blocks, compute, backend, ctx);
     } catch (const std::exception& e) {
       state.SkipWithError(e.what());
       return;
@@ -239,20 +246,24 @@ void register_all(bool small, bool w6) {
     const char* name;
     Workload workload;
     bool checkpoint_blocks = false;
+    DType compute = DType::f32;
   };
-  std::vector<Named> workloads = {
-      {"W1", Workload::w1}, {"W2_small", Workload::w2_small}, {"W2_small_ckpt", Workload::w2_small, true}};
+  std::vector<Named> workloads = {{"W1", Workload::w1},
+                                  {"W2_small", Workload::w2_small},
+                                  {"W2_small_ckpt", Workload::w2_small, true},
+                                  {"W2_small_bf16", Workload::w2_small, false, DType::bf16}};
   if (!small) {
-    workloads.insert(workloads.begin() + 1, {Named{"W2", Workload::w2}, Named{"W2_ckpt", Workload::w2, true}});
+    workloads.insert(workloads.begin() + 1, {Named{"W2", Workload::w2}, Named{"W2_ckpt", Workload::w2, true},
+                                             Named{"W2_bf16", Workload::w2, false, DType::bf16},
+                                             Named{"W2_f16", Workload::w2, false, DType::f16}});
   }
   for (const auto& [backend_name, backend] :
        {std::pair{"interp_f32", Backend::interp_f32}, std::pair{"vulkan", Backend::vulkan}}) {
     for (const Named& n : workloads) {
       const std::string key = std::string("train/") + backend_name + "/" + n.name;
       benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(
-          key.c_str(), [key, w = n.workload, ckpt = n.checkpoint_blocks, backend = backend](benchmark::State& state) {
-            run_training(state, key, w, ckpt, backend);
-          });
+          key.c_str(), [key, w = n.workload, ckpt = n.checkpoint_blocks, compute = n.compute, backend = backend](
+                           benchmark::State& state) { run_training(state, key, w, ckpt, compute, backend); });
       b->UseRealTime()->Unit(benchmark::kMillisecond);
       if (small) b->Iterations(kSmallSteps);
     }
@@ -260,12 +271,17 @@ void register_all(bool small, bool w6) {
   if (w6) {
     // Vulkan only (the interpreter takes minutes per step); a fixed step count: a W6 step takes
     // hundreds of milliseconds, so Google Benchmark's sizing runs would cost several seconds.
-    for (const bool ckpt : {false, true}) {
-      const std::string key = ckpt ? "train/vulkan/W6_ckpt" : "train/vulkan/W6";
-      benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(
-          key.c_str(),
-          [key, ckpt](benchmark::State& state) { run_training(state, key, Workload::w6, ckpt, Backend::vulkan); });
-      b->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(bench::env_count("TG_W6_STEPS", 10));
+    const std::pair<const char*, DType> variants[] = {{"", DType::f32}, {"_bf16", DType::bf16}, {"_f16", DType::f16}};
+    for (const auto& [suffix, compute] : variants) {
+      for (const bool ckpt : {false, true}) {
+        if (ckpt && compute != DType::f32) continue;  // checkpointing is measured in f32 only
+        const std::string key = std::string("train/vulkan/W6") + (ckpt ? "_ckpt" : "") + suffix;
+        benchmark::internal::Benchmark* b =
+            benchmark::RegisterBenchmark(key.c_str(), [key, ckpt, compute = compute](benchmark::State& state) {
+              run_training(state, key, Workload::w6, ckpt, compute, Backend::vulkan);
+            });
+        b->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(bench::env_count("TG_W6_STEPS", 10));
+      }
     }
   }
 }

@@ -17,8 +17,10 @@
 
 namespace tg::bench {
 
+// `precision`: the step's mixed-precision policy (TrainingSpec::precision; f32 by default).
 inline Training compile_transformer(const examples::CharTransformer& model, std::int64_t batch, Backend backend,
-                                    std::shared_ptr<vk::Context> ctx, std::uint64_t seed = 2) {
+                                    std::shared_ptr<vk::Context> ctx, std::uint64_t seed = 2,
+                                    PrecisionPolicy precision = {}) {
   const std::int64_t T = model.config.context;
   return compile(TrainingSpec<examples::CharTransformer>{
       .model = model,
@@ -28,7 +30,8 @@ inline Training compile_transformer(const examples::CharTransformer& model, std:
       .lr = 1e-3,
       .backend = backend,
       .seed = seed,
-      .vk_context = std::move(ctx)});
+      .vk_context = std::move(ctx),
+      .precision = precision});
 }
 
 // Random tokens; each row's targets are its tokens shifted by one, as in a text batch.
