@@ -129,9 +129,9 @@ if [ "$what" = mixed ]; then
   left() { local l=$((deadline - SECONDS - ${2:-0})); ((l > $1)) && l=$1; ((l < 5)) && l=5; echo $l; }
   B="$build/bench/tg_train_bench"
   echo "== W2 f32/bf16/f16: Vulkan"
-  timeout "$(left 90 420)" "$B" '--benchmark_filter=^train/vulkan/W2(_bf16|_f16)?$' --benchmark_out="$out/mixed_vk_w2.json" $J
+  timeout "$(left 90 420)" "$B" '--benchmark_filter=^train/vulkan/W2(_bf16|_f16)?/' --benchmark_out="$out/mixed_vk_w2.json" $J
   echo "== W6 f32/bf16/f16 at batch $TG_W6_BATCH, $TG_W6_STEPS steps: Vulkan"
-  TG_BENCH_W6=1 timeout "$(left 150 300)" "$B" '--benchmark_filter=^train/vulkan/W6(_bf16|_f16)?$' \
+  TG_BENCH_W6=1 timeout "$(left 150 300)" "$B" '--benchmark_filter=^train/vulkan/W6(_bf16|_f16)?/' \
     --benchmark_out="$out/mixed_vk_w6.json" $J
   T="python3 bench/pytorch_train.py --device cuda --workloads W2 --w6"
   echo "== PyTorch CUDA: fp32, bf16 autocast (eager, graph), f16 autocast + GradScaler (eager)"
@@ -150,7 +150,7 @@ if [ "$what" = mixed ]; then
   done
   python3 bench/loss_curve.py compare --dir $D | tee -a "$out/mixed.md"
   echo "== interp_f32 next to PyTorch CPU: W2_small f32 and bf16"
-  timeout "$(left 40 10)" "$B" '--benchmark_filter=^train/interp_f32/W2_small(_bf16)?$' --benchmark_out="$out/mixed_cpu_tg.json" $J
+  timeout "$(left 40 10)" "$B" '--benchmark_filter=^train/interp_f32/W2_small(_bf16)?/' --benchmark_out="$out/mixed_cpu_tg.json" $J
   timeout "$(left 40)" python3 bench/pytorch_train.py --device cpu --workloads W2_small --out "$out/mixed_cpu_f32.json"
   timeout "$(left 40)" python3 bench/pytorch_train.py --device cpu --workloads W2_small --autocast bf16 \
     --out "$out/mixed_cpu_bf16.json"
