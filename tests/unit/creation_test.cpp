@@ -82,7 +82,8 @@ TEST(Creation, RefusesValuesTheDtypeCannotHold) {
   expect_shape_error([] { (void)tg::full({-2}, 0); }, "full", "negative dimension -2");
   expect_shape_error([] { (void)tg::zeros({3, -1}); }, "zeros", "negative dimension -1");
   expect_shape_error([] { (void)tg::arange(-1); }, "arange", "n must be >= 0, got -1");
-  expect_shape_error([] { (void)tg::arange(3, DType::boolean); }, "arange", "dtype must be a float dtype (f32, f16, bf16) or i32");
+  expect_shape_error([] { (void)tg::arange(3, DType::boolean); }, "arange",
+                     "dtype must be a float dtype (f32, f16, bf16) or i32");
   EXPECT_EQ(tg::full({2}, 1, DType::boolean).dtype(), DType::boolean);
 }
 
