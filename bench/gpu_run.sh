@@ -120,6 +120,23 @@ if [ "$what" = ckpt ]; then
   exit 0
 fi
 
+# `curve`: only the loss curves of TG_CURVE_WORKLOAD (W2, W6 at TG_W6_BATCH) over TG_CURVE_STEPS steps.
+loss_curves() {
+  local w=${TG_CURVE_WORKLOAD:-W2} steps=${TG_CURVE_STEPS:-100} D=/tmp/curve_${TG_CURVE_WORKLOAD:-W2}
+  echo "== loss curves: $w, $steps steps, the same init and batches"
+  python3 bench/loss_curve.py --workload "$w" --w6-batch "${TG_W6_BATCH:-8}" --steps "$steps" --dir $D \
+    --device cuda --precisions f32,bf16,f16 | grep -v " step [0-9]*: loss"
+  for p in f32 bf16 f16; do
+    "$build/bench/tg_loss_curve" --dir $D --workload "$w" --w6-batch "${TG_W6_BATCH:-8}" --precision $p \
+      --backend vulkan --steps "$steps" | grep -v " step [0-9]*: loss"
+  done
+  python3 bench/loss_curve.py compare --dir $D
+}
+if [ "$what" = curve ]; then
+  loss_curves | tee "$out/curve.md"
+  exit 0
+fi
+
 if [ "$what" = mixed ]; then
   # Mixed precision (bf16/f16 autocast) against fp32, both sides, then the loss curves of the same
   # init and batches over TG_CURVE_STEPS steps, then interp_f32 next to PyTorch CPU. Bounded by
