@@ -157,15 +157,7 @@ if [ "$what" = mixed ]; then
   timeout "$(left 60 120)" $T --autocast f16 --modes eager --out "$out/mixed_torch_f16.json"
   python3 bench/compare.py "$out/mixed_vk_w2.json" "$out/mixed_vk_w6.json" "$out/mixed_torch_f32.json" \
     "$out/mixed_torch_bf16.json" "$out/mixed_torch_f16.json" --ours train/vulkan | tee "$out/mixed.md"
-  echo "== loss curves: W2, ${TG_CURVE_STEPS:=100} steps, the same init and batches"
-  D=/tmp/curve_w2
-  timeout "$(left 60 60)" python3 bench/loss_curve.py --workload W2 --steps "$TG_CURVE_STEPS" --dir $D --device cuda \
-    --precisions f32,bf16,f16
-  for p in f32 bf16 f16; do
-    timeout "$(left 40 30)" "$build/bench/tg_loss_curve" --dir $D --workload W2 --precision $p --backend vulkan \
-      --steps "$TG_CURVE_STEPS"
-  done
-  python3 bench/loss_curve.py compare --dir $D | tee -a "$out/mixed.md"
+  loss_curves | tee -a "$out/mixed.md"
   echo "== interp_f32 next to PyTorch CPU: W2_small f32 and bf16"
   timeout "$(left 40 10)" "$B" '--benchmark_filter=^train/interp_f32/W2_small(_bf16)?/' --benchmark_out="$out/mixed_cpu_tg.json" $J
   timeout "$(left 40)" python3 bench/pytorch_train.py --device cpu --workloads W2_small --out "$out/mixed_cpu_f32.json"
