@@ -1,4 +1,4 @@
-// matmul with an output dtype: 16-bit operands with an f32 result multiply exactly and accumulate
+// matmul and conv2d with an output dtype: 16-bit operands with an f32 result multiply exactly and accumulate
 // without rounding to 16 bits (the graph shows the operands cast to f32), a narrower result rounds
 // the product once, and a non-float result dtype is a ShapeError naming it.
 #include <gtest/gtest.h>
@@ -118,6 +118,65 @@ TEST(MatmulDtypes, ANonFloatResultOrMixedOperandsAreRefused) {
         tg::matmul(b.input("a", {DType::f16, {2, 3}}), b.input("b", {DType::bf16, {3, 2}}), DType::f32);
       },
       "input 0 is f16 but input 1 is bf16");
+}
+
+}  // namespace
+
+namespace {
+
+// conv2d takes a result dtype the same way (Conv2dOptions::out): bf16 input and weight with an f32
+// result equal, on the oracle, the f32 convolution of the same values, and nothing is rounded to
+// 16 bits on the way.
+TEST(ConvDtypes, SixteenBitInputsWithAnF32ResultAccumulateWithoutRounding) {
+  const tg::Shape x_shape{1, 3, 6, 6}, w_shape{4, 3, 3, 3};
+  std::vector<float> xs(108), ws(108);
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    xs[i] = 0.37f + 0.0191f * static_cast<float>(i % 17) - 0.011f * static_cast<float>(i % 5);
+    ws[i] = -0.23f + 0.0137f * static_cast<float>(i % 13);
+  }
+  const HostTensor x16 = HostTensor::low_precision(DType::bf16, x_shape, xs);
+  const HostTensor w16 = HostTensor::low_precision(DType::bf16, w_shape, ws);
+  std::vector<float> x_exact(xs.size()), w_exact(ws.size());
+  for (std::size_t i = 0; i < xs.size(); ++i) x_exact[i] = static_cast<float>(x16.at(i));
+  for (std::size_t i = 0; i < ws.size(); ++i) w_exact[i] = static_cast<float>(w16.at(i));
+
+  tg::GraphBuilder mixed("mixed");
+  {
+    tg::TracingScope scope(mixed);
+    mixed.output("y", tg::conv2d(mixed.input("x", {DType::bf16, x_shape}), mixed.input("w", {DType::bf16, w_shape}),
+                                 {.padding = 1, .out = DType::f32}));
+  }
+  const tg::Graph g = mixed.take();
+  EXPECT_EQ(count_op(g, tg::op::Cast), 2) << "input and weight cast to f32";
+  tg::GraphBuilder plain("plain");
+  {
+    tg::TracingScope scope(plain);
+    plain.output("y", tg::conv2d(plain.input("x", {DType::f32, x_shape}), plain.input("w", {DType::f32, w_shape}),
+                                 {.padding = 1}));
+  }
+  const HostTensor got = tg::interpret(g, {{"x", x16}, {"w", w16}}, {.compute = ComputeType::f64}).outputs.at("y");
+  const HostTensor want =
+      tg::interpret(plain.take(), {{"x", HostTensor::f32(x_shape, x_exact)}, {"w", HostTensor::f32(w_shape, w_exact)}},
+                    {.compute = ComputeType::f64})
+          .outputs.at("y");
+  ASSERT_EQ(got.type, want.type);
+  int off_the_bf16_grid = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got.at(i), want.at(i)) << i;
+    off_the_bf16_grid += got.at(i) != tg::round_to_dtype(got.at(i), DType::bf16) ? 1 : 0;
+  }
+  EXPECT_GT(off_the_bf16_grid, 0) << "the result was rounded to bf16";
+}
+
+TEST(ConvDtypes, ANonFloatResultIsRefused) {
+  tg::test::expect_shape_error_at(
+      [] {
+        tg::GraphBuilder b("g");
+        tg::TracingScope scope(b);
+        tg::conv2d(b.input("x", {DType::bf16, {1, 1, 3, 3}}), b.input("w", {DType::bf16, {1, 1, 2, 2}}),
+                   {.out = DType::i32});
+      },
+      "conv2d", "the result dtype must be a float dtype (f32, f16, bf16), got i32", "matmul_dtypes_test.cpp");
 }
 
 }  // namespace

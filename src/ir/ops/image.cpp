@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "result_dtype.h"
 #include "rules.h"
 
 namespace tg {
@@ -450,6 +451,12 @@ const OpDef& MaxPool2dGrad_def() {
 // ---- front-end ----
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, Conv2dOptions options, CallSite loc) {
+  if (options.out) {
+    const DType out = *options.out;
+    options.out.reset();
+    return frontend::product_in_dtype("conv2d", input, weight, out, loc,
+                                      [&](const Tensor& x, const Tensor& w) { return conv2d(x, w, options, loc); });
+  }
   return frontend::emit(op::Conv2d, {input, weight}, conv_attrs(options), loc);
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "matmul_layout.h"
+#include "result_dtype.h"
 #include "rules.h"
 
 namespace tg {
@@ -257,14 +258,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, CallSite loc) {
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, DType out, CallSite loc) {
-  if (!is_float(out)) {
-    throw ShapeError("matmul", {a.type(), b.type()},
-                     "the result dtype must be a float dtype (f32, f16, bf16), got " + std::string(dtype_name(out)),
-                     frontend::site(loc));
-  }
-  if (a.dtype() != b.dtype() || out == a.dtype()) return matmul(a, b, loc);  // the rule names a mix
-  if (dtype_bytes(out) > dtype_bytes(a.dtype())) return matmul(cast(a, out, loc), cast(b, out, loc), loc);
-  return cast(matmul(a, b, loc), out, loc);
+  return frontend::product_in_dtype("matmul", a, b, out, loc,
+                                    [&](const Tensor& x, const Tensor& y) { return matmul(x, y, loc); });
 }
 
 }  // namespace tg

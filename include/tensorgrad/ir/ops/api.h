@@ -169,6 +169,9 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, LossOptions opti
 struct Conv2dOptions {
   std::int64_t stride = 1;
   std::int64_t padding = 0;
+  // The result's dtype, as matmul(a, b, out): 16-bit input and weight with out = f32 multiply
+  // exactly and accumulate in f32 (both cast to f32 in the graph); unset: the operands' dtype.
+  std::optional<DType> out;
 };
 Tensor conv2d(const Tensor& input, const Tensor& weight, Conv2dOptions options = {}, TG_CALL_SITE);
 struct Pool2dOptions {
