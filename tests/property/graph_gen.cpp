@@ -312,6 +312,11 @@ GraphCost graph_cost(const Graph& g) {
   return cost;
 }
 
+bool holds_dtype(const GraphCase& c, DType dtype) {
+  return std::any_of(c.graph.values().begin(), c.graph.values().end(),
+                     [&](const ValueInfo& v) { return v.type.dtype == dtype; });
+}
+
 GraphCase build_graph(const std::vector<Step>& steps, std::span<const OpId> ops, const GenOptions& options) {
   Builder builder("random", options);
   for (std::size_t i = 0; i < steps.size(); ++i) builder.apply(i, steps[i], ops);

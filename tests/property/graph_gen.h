@@ -69,6 +69,9 @@ std::vector<OpId> sampled_ops();
 GraphCase build_graph(const std::vector<Step>& steps, std::span<const OpId> ops, const GenOptions& options = {});
 // A graph with one node of `op` on a sample (fresh inputs for every operand).
 GraphCase build_single_op(OpId op, const OpSample& sample, SampleRng& rng);
+// Whether some value of the case's graph has `dtype` (a 16-bit instance of an op whose sample drew
+// only integer inputs tests nothing of that dtype).
+bool holds_dtype(const GraphCase& c, DType dtype);
 // The most elements any value of `g` holds.
 std::int64_t largest_value(const Graph& g);
 // The graph in the text format followed by every input's values, for failure messages.

@@ -44,13 +44,6 @@ std::vector<OpInDtype> ops_in_dtypes() {
   return out;
 }
 
-// Whether a case reads or makes a value of `dtype` (a 16-bit instance of an op whose sample drew
-// only integer inputs tests nothing new).
-bool touches(const GraphCase& c, DType dtype) {
-  return std::any_of(c.graph.values().begin(), c.graph.values().end(),
-                     [&](const ValueInfo& v) { return v.type.dtype == dtype; });
-}
-
 std::optional<std::string> check_low_precision_gradient(const GraphCase& c, DType dtype, std::uint64_t seed) {
   const std::optional<GraphCase> grad = dtype_gradient_case(c, dtype, seed);
   return grad ? check_f32_matches_f64(*grad) : std::nullopt;
@@ -103,7 +96,7 @@ TEST_P(SingleOp, PassesEveryPropertyOnItsSamples) {
     auto sample = sample_in_dtype(op, rng, std::nullopt, dtype);
     ASSERT_TRUE(sample.has_value()) << def.name << ": samples() without a given input type must produce a sample";
     GraphCase c = build_single_op(op, *sample, rng);
-    if (dtype != DType::f32 && !touches(c, dtype)) continue;
+    if (dtype != DType::f32 && !holds_dtype(c, dtype)) continue;
     for (const auto& check : {check_coverage(c), check_op_tolerance(c), check_round_trip(c)}) {
       ASSERT_FALSE(check.has_value()) << *check << describe(c);
     }
@@ -148,7 +141,7 @@ TEST_P(SingleOp, PassesAtBoundarySizes) {
     const std::vector<Step> steps{Step{0, seed}};
     const std::array<OpId, 1> only{op};
     const GraphCase c = build_graph(steps, only, options);
-    if (c.graph.nodes().empty() || (dtype != DType::f32 && !touches(c, dtype))) continue;
+    if (c.graph.nodes().empty() || (dtype != DType::f32 && !holds_dtype(c, dtype))) continue;
     for (const auto& in : c.inputs) largest = std::max(largest, in.second.type.size());
     for (const auto& check : {check_coverage(c), check_f32_matches_f64(c)}) {
       ASSERT_FALSE(check.has_value()) << *check << describe(c);

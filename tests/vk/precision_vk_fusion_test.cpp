@@ -18,21 +18,7 @@
 namespace tg::vk {
 namespace {
 
-using testing::VkTest;
-
-class PrecisionVkFusion : public VkTest {
- protected:
-  void SetUp() override {
-    VkTest::SetUp();
-    if (IsSkipped()) return;
-    ctx_ = make_context();
-    if (!ctx_->info().storage_buffer_16bit_access) {
-      GTEST_SKIP() << ctx_->info().summary() << " has no storageBuffer16BitAccess: 16-bit graphs are refused there";
-    }
-  }
-
-  std::shared_ptr<Context> ctx_;
-};
+using PrecisionVkFusion = testing::SixteenBitVkTest;
 
 HostTensor values(DType dtype, const Shape& shape, std::uint32_t seed) {
   std::mt19937 rng(seed);

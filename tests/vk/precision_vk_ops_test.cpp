@@ -22,21 +22,7 @@
 namespace tg::vk {
 namespace {
 
-using testing::VkTest;
-
-class PrecisionVkOps : public VkTest {
- protected:
-  void SetUp() override {
-    VkTest::SetUp();
-    if (IsSkipped()) return;
-    ctx_ = make_context();
-    if (!ctx_->info().storage_buffer_16bit_access) {
-      GTEST_SKIP() << ctx_->info().summary() << " has no storageBuffer16BitAccess: 16-bit graphs are refused there";
-    }
-  }
-
-  std::shared_ptr<Context> ctx_;
-};
+using PrecisionVkOps = testing::SixteenBitVkTest;
 
 // Values of `dtype` (bits or f32) spread over [lo, hi), the same for the same seed.
 HostTensor random_values(DType dtype, Shape shape, std::uint32_t seed, float lo = -3.f, float hi = 3.f) {

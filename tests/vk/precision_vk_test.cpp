@@ -76,24 +76,12 @@ void expect_bits32(std::span<const float> got, const std::vector<std::uint32_t>&
   EXPECT_EQ(bad.count(), 0u) << what << ": " << bad.report();
 }
 
-class PrecisionVk : public VkTest {
+class PrecisionVk : public testing::SixteenBitVkTest {
  protected:
-  void SetUp() override {
-    VkTest::SetUp();
-    if (IsSkipped()) return;
-    ctx_ = make_context();
-    if (!ctx_->info().storage_buffer_16bit_access) {
-      GTEST_SKIP() << ctx_->info().summary() << " has no storageBuffer16BitAccess: 16-bit graphs are refused there "
-                   << "(PrecisionVkDevice.GraphsWith16BitValuesNeed16BitStorage checks the refusal)";
-    }
-  }
-
   TensorMap run(const Graph& graph, const TensorMap& inputs, ProgramOptions options = {}) {
     Program program(ctx_, graph, std::move(options));
     return program.run(inputs);
   }
-
-  std::shared_ptr<Context> ctx_;
 };
 
 // A graph casting input `x` of `from` to each dtype of `to`, one output per dtype, named by it.

@@ -97,11 +97,6 @@ std::string sweep_name(const ::testing::TestParamInfo<OpInDtype>& param) {
   return param.param.dtype == DType::f32 ? name : name + "_" + std::string(dtype_name(param.param.dtype));
 }
 
-bool touches(const GraphCase& c, DType dtype) {
-  return std::any_of(c.graph.values().begin(), c.graph.values().end(),
-                     [&](const ValueInfo& v) { return v.type.dtype == dtype; });
-}
-
 std::string fmt(double v) {
   std::ostringstream s;
   s.precision(17);
@@ -164,8 +159,8 @@ TEST_P(BoundarySweep, MatchesTheF64OracleForwardAndGradient) {
     const std::array<OpId, 1> only{op};
     const auto& tier = tiers[static_cast<std::size_t>(kTierOfCase[static_cast<std::size_t>(i % 6)])];
     const GraphCase c = tg::testing::build_graph({tg::testing::Step{0, seed}}, only, tier);
-    if (c.graph.nodes().empty()) continue;              // the step was skipped (a non-finite or huge result)
-    if (low_precision && !touches(c, dtype)) continue;  // the sample drew integer inputs only
+    if (c.graph.nodes().empty()) continue;  // the step was skipped (a non-finite or huge result)
+    if (low_precision && !tg::testing::holds_dtype(c, dtype)) continue;  // the sample drew integer inputs only
     ProgramOptions options;
     std::optional<ScopedSmallLaunchThresholdsForTesting> small;
     // The launch setup rotates every 6 cases, so each tier meets each setup.

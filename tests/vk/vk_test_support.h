@@ -81,6 +81,23 @@ class VkTest : public ::testing::Test {
   std::shared_ptr<Log> log_ = std::make_shared<Log>();
 };
 
+// A VkTest for f16/bf16 graphs: ctx_ is this test's context, and the test is skipped on a device
+// without storageBuffer16BitAccess, where 16-bit graphs are refused
+// (PrecisionVkDevice.GraphsWith16BitValuesNeed16BitStorage checks the refusal).
+class SixteenBitVkTest : public VkTest {
+ protected:
+  void SetUp() override {
+    VkTest::SetUp();
+    if (IsSkipped()) return;
+    ctx_ = make_context();
+    if (!ctx_->info().storage_buffer_16bit_access) {
+      GTEST_SKIP() << ctx_->info().summary() << " has no storageBuffer16BitAccess: 16-bit graphs are refused there";
+    }
+  }
+
+  std::shared_ptr<Context> ctx_;
+};
+
 // Sets an environment variable for one scope and restores the old value.
 class ScopedEnv {
  public:
