@@ -76,7 +76,8 @@ struct Session::Impl {
                       vk::ProgramOptions{.guard_bytes = options.vk_guard_bytes,
                                          .timestamps = options.vk_timestamps,
                                          .resident_params = true,
-                                         .writebacks = options.writebacks});
+                                         .writebacks = options.writebacks,
+                                         .matmul_precision = options.matmul_precision});
       check_commit_output();
       return;
     }

@@ -220,7 +220,8 @@ CompiledStep compile_step(const ErasedTrainingSpec& spec, const std::set<std::st
                                                                 .commit_if_finite = "loss",
                                                                 .allow_nonfinite_params = spec.allow_nonfinite_params,
                                                                 .interp_schedule = spec.interp_schedule,
-                                                                .interp_threads = spec.interp_threads});
+                                                                .interp_threads = spec.interp_threads,
+                                                                .matmul_precision = spec.matmul_precision});
   return out;
 }
 

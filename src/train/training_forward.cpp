@@ -69,7 +69,8 @@ ForwardCore::Entry& ForwardCore::entry_for(std::int64_t batch, const std::set<st
                                                       .vk_context = training->spec.vk_context,
                                                       .allow_nonfinite_params = training->spec.allow_nonfinite_params,
                                                       .interp_schedule = training->spec.interp_schedule,
-                                                      .interp_threads = training->spec.interp_threads});
+                                                      .interp_threads = training->spec.interp_threads,
+                                                      .matmul_precision = training->spec.matmul_precision});
   cache.push_front(std::move(entry));
   while (cache.size() > max_cached) cache.pop_back();
   return cache.front();

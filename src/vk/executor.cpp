@@ -22,6 +22,18 @@
 
 namespace tg::vk {
 
+std::string_view to_string(MatmulPrecision precision) {
+  switch (precision) {
+    case MatmulPrecision::ieee:
+      return "ieee";
+    case MatmulPrecision::split:
+      return "split";
+    case MatmulPrecision::fast:
+      return "fast";
+  }
+  return "unknown";
+}
+
 bool has_kernel(OpId op) {
   const auto slot = static_cast<std::size_t>(op);
   return slot < kOpIdSpace && kernel_plan_table()[slot] != nullptr;

@@ -60,6 +60,8 @@ struct SessionOptions {
   // other sessions and the process's TBB settings are unaffected. Negative: the constructor throws
   // CompileError. The results are the same bits at every count. Vulkan ignores it.
   int interp_threads = 0;
+  // Vulkan: how f32 matmuls compute (vk::MatmulPrecision: ieee, split or fast).
+  vk::MatmulPrecision matmul_precision = vk::MatmulPrecision::ieee;
 };
 
 // Why a run failed. kind: "input" (missing, unknown or misshapen input: the message names it, what

@@ -115,6 +115,9 @@ struct TrainingSpec {
   int interp_threads = 0;
   // The step graph's precision; attached forwards run as traced (f32).
   PrecisionPolicy precision;
+  // Vulkan: how f32 matmuls compute, in the step and every attached forward (vk::MatmulPrecision:
+  // ieee, split or fast).
+  vk::MatmulPrecision matmul_precision = vk::MatmulPrecision::ieee;
 };
 
 template <class M>
@@ -184,6 +187,7 @@ struct ErasedTrainingSpec {
   InterpSchedule interp_schedule = InterpSchedule::sequential;
   int interp_threads = 0;
   PrecisionPolicy precision;
+  vk::MatmulPrecision matmul_precision = vk::MatmulPrecision::ieee;
 };
 struct TrainingCore;
 struct ForwardCore;
@@ -363,7 +367,8 @@ Training compile(TrainingSpec<M> spec) {
                          .allow_nonfinite_params = spec.allow_nonfinite_params,
                          .interp_schedule = spec.interp_schedule,
                          .interp_threads = spec.interp_threads,
-                         .precision = spec.precision});
+                         .precision = spec.precision,
+                         .matmul_precision = spec.matmul_precision});
 }
 
 template <class M>

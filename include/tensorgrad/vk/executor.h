@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tensorgrad/interp/host_tensor.h"
@@ -19,6 +20,24 @@ namespace tg::vk {
 // After every run, graph output `output` is copied on the device into resident input `input` (an
 // optimizer's update of a param or its state): the next run sees the new value without a host trip.
 using Writeback = tg::Writeback;
+
+// How f32 matmuls compute (ProgramOptions::matmul_precision; docs/vulkan.md, "Matmul precision").
+// Products of f16 or bf16 values (a matmul whose operands are casts up from one 16-bit dtype) are
+// exact in every mode and go to the matrix units wherever the device has them.
+enum class MatmulPrecision : std::uint8_t {
+  // fp32 multiply-adds on the portable kernel: fp32 inputs, fp32 accumulation. The default.
+  ieee,
+  // Each f32 operand as the sum of three bf16 parts (exact for normal values), the six products
+  // of parts above 2^-24 of the leading one accumulated in f32: within the fp32 tolerance class,
+  // on the matrix units where the device has bf16 ones, else the same arithmetic on the portable
+  // kernel (slower than ieee there).
+  split,
+  // Two bf16 parts and three products: about 16 significant bits per product (better than TF32's
+  // 11), on the matrix units where the device has bf16 ones. Not fp32-accurate: measured errors
+  // in docs/vulkan.md.
+  fast,
+};
+std::string_view to_string(MatmulPrecision precision);
 
 struct ProgramOptions {
   // Bytes of sentinel after every value (rounded up to 4); check_guards() reports any overwritten.
@@ -63,6 +82,9 @@ struct ProgramOptions {
   // tensors of 16 M elements. It is raised where a workgroup would otherwise loop more than 8
   // times (the kernels' loop-pass bounds for lavapipe assume the 65535 cap).
   std::uint32_t max_workgroups = 0;
+  // f32 matmuls: ieee (fp32 multiply-adds), split (fp32-accurate on the matrix units) or fast
+  // (TF32-like); see MatmulPrecision.
+  MatmulPrecision matmul_precision = MatmulPrecision::ieee;
 };
 
 // One dispatch's device time in the last run (ProgramOptions::timestamps).
