@@ -66,7 +66,8 @@ std::shared_ptr<Context> Context::create(ContextOptions options) {
 
   const std::vector<VkPhysicalDevice> physical = detail::physical_devices(ctx->instance_);
   std::vector<DeviceInfo> devices;
-  for (std::uint32_t i = 0; i < physical.size(); ++i) devices.push_back(detail::describe_device(physical[i], i));
+  for (std::uint32_t i = 0; i < physical.size(); ++i)
+    devices.push_back(detail::describe_device(ctx->instance_, physical[i], i));
   if (devices.empty()) {
     throw NoDeviceError("no Vulkan device found: a Vulkan driver is installed but reports no physical device. " +
                             detail::no_device_advice(),
@@ -74,6 +75,23 @@ std::shared_ptr<Context> Context::create(ContextOptions options) {
   }
   const std::size_t chosen = detail::select_device(devices, selector, source);
   ctx->info_ = devices[chosen];
+  // A validation layer built before VK_KHR_cooperative_matrix (Vulkan headers 1.3.255) or
+  // VK_KHR_shader_bfloat16 (1.4.311) cannot parse the matrix-unit kernel or its feature structs and
+  // reports both as errors: under such a layer those units stay off and the portable kernels run.
+  MatrixUnitFeatures& units = ctx->info_.matrix_units;
+  if (validation && !units.shapes.empty()) {
+    const std::uint32_t layer = detail::validation_layer_spec_version();
+    if (layer < VK_MAKE_API_VERSION(0, 1, 3, 255)) {
+      units.shapes.clear();
+      units.bfloat16 = false;
+      units.off_reason = "the validation layer (Vulkan " + std::to_string(VK_API_VERSION_MAJOR(layer)) + "." +
+                         std::to_string(VK_API_VERSION_MINOR(layer)) + "." +
+                         std::to_string(VK_API_VERSION_PATCH(layer)) + ") predates VK_KHR_cooperative_matrix";
+    } else if (layer < VK_MAKE_API_VERSION(0, 1, 4, 311) && units.bfloat16) {
+      units.bfloat16 = false;
+      units.off_reason = "the validation layer predates VK_KHR_shader_bfloat16";
+    }
+  }
   if (options.max_storage_buffers_per_dispatch) {
     ctx->info_.max_per_stage_storage_buffers =
         std::min(ctx->info_.max_per_stage_storage_buffers, *options.max_storage_buffers_per_dispatch);
@@ -146,6 +164,15 @@ void Context::create_device(bool float_controls, bool buffer_device_address) {
     preserve_denormals_ = info_.can_preserve_denormals;
   }
 
+  // The matrix-unit matmul (src/vk/kernels/matmul_units.cpp) needs the cooperative matrix
+  // extension, bf16 where the device has it, 16-bit shader floats and the Vulkan memory model: all
+  // enabled wherever the device reports cooperative matrix shapes (Vulkan 1.2 and later).
+  const bool matrix_units = version >= VK_API_VERSION_1_2 && !info_.matrix_units.shapes.empty();
+  if (matrix_units) {
+    extensions.push_back("VK_KHR_cooperative_matrix");
+    if (info_.matrix_units.bfloat16) extensions.push_back("VK_KHR_shader_bfloat16");
+  }
+
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue_info{};
   queue_info.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
@@ -187,6 +214,14 @@ void Context::create_device(bool float_controls, bool buffer_device_address) {
       storage16.pNext = &features12;
       device_info.pNext = &features;
     }
+  }
+  detail::MatrixUnitFeatureStorage unit_features;
+  if (matrix_units) {
+    features12.shaderFloat16 = info_.matrix_units.shader_float16 ? VK_TRUE : VK_FALSE;
+    features12.vulkanMemoryModel = info_.matrix_units.vulkan_memory_model ? VK_TRUE : VK_FALSE;
+    features12.pNext = detail::chain_matrix_unit_features(info_.matrix_units, features12.pNext, unit_features);
+    storage16.pNext = &features12;
+    device_info.pNext = &features;
   }
   check(vkCreateDevice(physical_device_, &device_info, nullptr, &device_),
         "creating the logical device on " + info_.name);

@@ -92,6 +92,21 @@ bool validation_layer_installed() {
                      [](const VkLayerProperties& l) { return std::strcmp(l.layerName, k_validation_layer) == 0; });
 }
 
+}  // namespace
+
+std::uint32_t detail::validation_layer_spec_version() {
+  std::uint32_t count = 0;
+  if (vkEnumerateInstanceLayerProperties(&count, nullptr) != VK_SUCCESS) return 0;
+  std::vector<VkLayerProperties> layers(count);
+  if (vkEnumerateInstanceLayerProperties(&count, layers.data()) != VK_SUCCESS) return 0;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (std::strcmp(layers[i].layerName, k_validation_layer) == 0) return layers[i].specVersion;
+  }
+  return 0;
+}
+
+namespace {
+
 std::string lower(std::string_view text) {
   std::string out(text);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -132,7 +147,8 @@ std::vector<DeviceInfo> list_devices() {
   std::vector<DeviceInfo> devices;
   try {
     const std::vector<VkPhysicalDevice> physical = detail::physical_devices(instance);
-    for (std::uint32_t i = 0; i < physical.size(); ++i) devices.push_back(detail::describe_device(physical[i], i));
+    for (std::uint32_t i = 0; i < physical.size(); ++i)
+      devices.push_back(detail::describe_device(instance, physical[i], i));
   } catch (...) {
     vkDestroyInstance(instance, nullptr);
     throw;
@@ -202,7 +218,7 @@ std::vector<VkPhysicalDevice> physical_devices(VkInstance instance) {
   return devices;
 }
 
-DeviceInfo describe_device(VkPhysicalDevice device, std::uint32_t index) {
+DeviceInfo describe_device(VkInstance instance, VkPhysicalDevice device, std::uint32_t index) {
   DeviceInfo info;
   info.index = index;
   VkPhysicalDeviceProperties base{};
@@ -273,6 +289,7 @@ DeviceInfo describe_device(VkPhysicalDevice device, std::uint32_t index) {
     info.can_preserve_nan_inf_signed_zero = float_controls.shaderSignedZeroInfNanPreserveFloat32 == VK_TRUE;
     info.can_preserve_denormals = float_controls.shaderDenormPreserveFloat32 == VK_TRUE;
   }
+  describe_matrix_units(instance, device, info);
 
   std::uint32_t family_count = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(device, &family_count, nullptr);

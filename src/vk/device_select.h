@@ -24,7 +24,20 @@ VkResult create_instance(bool validation, const void* next, VkInstance* instance
 bool validation_features_available();
 
 std::vector<VkPhysicalDevice> physical_devices(VkInstance instance);
-DeviceInfo describe_device(VkPhysicalDevice device, std::uint32_t index);
+DeviceInfo describe_device(VkInstance instance, VkPhysicalDevice device, std::uint32_t index);
+// Fills info.matrix_units (src/vk/matrix_units.cpp); a device below Vulkan 1.2 has none.
+void describe_matrix_units(VkInstance instance, VkPhysicalDevice device, DeviceInfo& info);
+// The installed VK_LAYER_KHRONOS_validation's specVersion (the Vulkan headers it was built
+// against); 0 without one.
+std::uint32_t validation_layer_spec_version();
+// Room for the two feature structs the headers may not declare (see matrix_units.cpp).
+struct MatrixUnitFeatureStorage {
+  alignas(8) unsigned char cooperative[32];
+  alignas(8) unsigned char bfloat16[32];
+};
+// Chains, in front of `next`, the features that enable what `units` found (cooperative matrices,
+// bf16), built in `storage`; returns the new head. Nothing when the device has no shapes.
+void* chain_matrix_unit_features(const MatrixUnitFeatures& units, void* next, MatrixUnitFeatureStorage& storage);
 
 // Which device to use: `selector` is an index or a case-insensitive name substring (empty: the best
 // type, discrete > integrated > virtual > CPU > other, first in enumeration order on ties). Only

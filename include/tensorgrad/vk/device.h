@@ -15,6 +15,33 @@ namespace tg::vk {
 enum class DeviceType { other, integrated_gpu, discrete_gpu, virtual_gpu, cpu };
 std::string_view to_string(DeviceType type);
 
+// One shape of multiply-add the device's matrix units do (VkCooperativeMatrixPropertiesKHR):
+// C[m x n] += A[m x k] B[k x n] over a subgroup (or another scope), with these element types.
+enum class MatrixElement : std::uint8_t { f16, bf16, f32, other };
+std::string_view to_string(MatrixElement element);
+struct CooperativeMatrixShape {
+  std::uint32_t m = 0, n = 0, k = 0;
+  MatrixElement a = MatrixElement::other, b = MatrixElement::other;
+  MatrixElement c = MatrixElement::other, result = MatrixElement::other;
+  bool subgroup_scope = false;  // VK_SCOPE_SUBGROUP_KHR (the only scope the kernels use)
+  bool saturating = false;      // saturatingAccumulation (integer shapes only)
+};
+
+// What the device offers the matrix-unit matmul (src/vk/kernels/matmul_units.cpp decides from it).
+struct MatrixUnitFeatures {
+  // VK_KHR_cooperative_matrix with its cooperativeMatrix feature: the shapes the device reports
+  // (empty without the extension or the feature).
+  std::vector<CooperativeMatrixShape> shapes;
+  // VK_KHR_shader_bfloat16 with shaderBFloat16Type and shaderBFloat16CooperativeMatrix.
+  bool bfloat16 = false;
+  // Vulkan 1.2 features the kernel's SPIR-V declares: 16-bit floats in shaders (shaderFloat16)
+  // and the Vulkan memory model (vulkanMemoryModel, which GL_NV_cooperative_matrix implies).
+  bool shader_float16 = false;
+  bool vulkan_memory_model = false;
+  // Why a Context turned units the device has off (an old validation layer), else empty.
+  std::string off_reason;
+};
+
 struct DeviceInfo {
   std::uint32_t index = 0;  // position in vkEnumeratePhysicalDevices; what a numeric TG_VK_DEVICE names
   std::string name;
@@ -53,6 +80,8 @@ struct DeviceInfo {
   // device at 2 bytes per element, which needs it; Context enables it wherever it is supported, and
   // a Program refuses a graph with a 16-bit value on a device without it (LimitError).
   bool storage_buffer_16bit_access = false;
+  // Cooperative matrices, 16-bit shader types and the memory model (see MatrixUnitFeatures).
+  MatrixUnitFeatures matrix_units;
   std::uint32_t subgroup_size = 0;    // VkPhysicalDeviceSubgroupProperties
   float timestamp_period = 0;         // nanoseconds per timestamp tick
   bool timestamps_supported = false;  // timestamp queries work on the compute queue family below
