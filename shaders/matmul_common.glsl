@@ -49,6 +49,11 @@ layout(constant_id = 2) const bool VEC_BT = false;  // B_T, ldb and every b_stri
 // Split-K with a shorter last range (k_last): only those launches set it, so every other pipeline
 // folds tile_k to pc.K and keeps the code it had before ragged ranges existed.
 layout(constant_id = 3) const bool RAGGED_K = false;
+// How the multiply-adds compute (src/vk/kernels/matmul.cpp, MatmulPrecision): 0 fp32 products on
+// the portable kernels; 3 (fast) and 6 (split) products of bf16 parts of each f32 operand
+// (shaders/matmul_split.glsl). The matrix-unit kernel (shaders/matmul_coopmat.comp) reads 1 as
+// one 16-bit part per operand.
+layout(constant_id = 4) const uint SPLIT_TERMS = 0u;
 void set_tile_k(uint batch) { tile_k = (RAGGED_K && batch + 1u == pc.batches) ? pc.k_last : pc.K; }
 
 // Where batch `batch`'s A and B start (C's batch starts at batch * M * N): once per tile, outside
@@ -79,6 +84,9 @@ const uint TILE = MATMUL_TILE;  // output rows and columns per tile
 const uint BK = MATMUL_BK;      // K per slice
 const uint VEC = TILE / 4u;     // vec4 per tile row
 const uint KQ = BK / 4u;        // vec4 per row of the A slice
+
+// The matrix-unit kernel stages 16-bit parts in shared memory of its own and reuses only the loads.
+#ifndef MATMUL_NO_F32_STAGING
 // Item e of a slice, e < BK * VEC: 256 per operand in both tilings (one per invocation).
 // One vec4 of padding per k row of A: the transposing stores of a warp cover 32 / KQ rows of KQ k
 // quads; with the pad, k quads land 16 banks apart, so the large tiles' 32 stores hit 32 banks and
@@ -89,6 +97,7 @@ shared vec4 sh_A[2][BK][VEC + PAD];  // [buffer][k][row / 4], A transposed
 // transpose like A's and take A's pad.
 const uint PAD_B = B_T ? PAD : 0u;
 shared vec4 sh_B[2][BK][VEC + PAD_B];  // [buffer][k][column / 4]
+#endif  // MATMUL_NO_F32_STAGING
 
 // Item e of a slice's A share: row e / KQ of the tile, k quad e % KQ (neighbouring invocations
 // read neighbouring 16 bytes of one row); zero outside the matrix. A stored transposed: k row
@@ -137,6 +146,7 @@ vec4 load_b(uint b_base, uint col0, uint k0, uint e) {
   return v;
 }
 
+#ifndef MATMUL_NO_F32_STAGING
 // Stores what load_a and load_b fetched for item e: a row's k quad is spread over four k rows
 // (transposing), a k row's quad lands whole; a transposed operand's items swap the two forms.
 void store_slice(uint buf, uint e, vec4 av, vec4 bv) {
@@ -153,6 +163,8 @@ void store_slice(uint buf, uint e, vec4 av, vec4 bv) {
     sh_B[buf][e / VEC][e % VEC] = bv;
   }
 }
+
+#endif  // MATMUL_NO_F32_STAGING
 
 void store_c(uint c_base, uint gr, uint gc, vec4 v) {
   if (gr >= pc.M || gc >= pc.N) return;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tensorgrad/vk/shaders.h"
+#include "vk/spirv_coopmat.h"
 #include "vk/spirv_float_controls.h"
 
 namespace tg::vk {
@@ -34,9 +35,13 @@ void ComputePipeline::create(std::span<const std::uint32_t> specialization) {
   const std::uint32_t storage_buffers = storage_buffers_, push_constant_bytes = push_constant_bytes_;
   // Throws for unknown names; float controls where the context enables them (see
   // spirv_float_controls.h).
-  const std::vector<std::uint32_t> spirv = with_float_controls(
-      shader_spirv(shader_), {.preserve_nan_inf_signed_zero = context_->preserves_nan_inf_signed_zero(),
-                              .preserve_denormals = context_->preserves_denormals()});
+  // The matrix-unit matmul's pipelines are made from a rewrite of its embedded module
+  // (spirv_coopmat.h); every other shader is embedded as it runs.
+  const std::optional<std::vector<std::uint32_t>> derived = derived_shader_spirv(shader_);
+  const std::vector<std::uint32_t> spirv =
+      with_float_controls(derived ? std::span<const std::uint32_t>(*derived) : shader_spirv(shader_),
+                          {.preserve_nan_inf_signed_zero = context_->preserves_nan_inf_signed_zero(),
+                           .preserve_denormals = context_->preserves_denormals()});
   const std::string what = "the compute pipeline '" + shader_ + "'";
   if (push_constant_bytes % 4 != 0 || push_constant_bytes > context_->info().max_push_constants_size) {
     throw Error(what + ": " + std::to_string(push_constant_bytes) +

@@ -34,6 +34,7 @@
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/vk/error.h"
 #include "vk/kernels/kernels.h"
+#include "vk/kernels/matmul_units.h"
 
 namespace tg::vk {
 
@@ -116,6 +117,14 @@ const LaunchPath kScalarBC{"vulkan", "matmul", "scalar_bc"};
 const LaunchPath kVec4BT{"vulkan", "matmul", "vec4_bt"};      // transposed rhs rows as vec4 (VEC_BT)
 const LaunchPath kScalarBT{"vulkan", "matmul", "scalar_bt"};  // transposed rhs read element-wise
 const LaunchPath kSplitKSum{"vulkan", "matmul", "split_k_sum"};
+// The route (matmul_units.h): the matrix units with f16 or bf16 parts, and the number of part
+// products (one per operand for 16-bit operands; fast's 3 and split's 6 for f32 ones), or the
+// portable kernel's emulation of fast and split.
+const LaunchPath kMatrixUnitsF16{"vulkan", "matmul", "matrix_units_f16"};
+const LaunchPath kMatrixUnitsBf16{"vulkan", "matmul", "matrix_units_bf16"};
+const LaunchPath kOnePart{"vulkan", "matmul", "one_16bit_part"};
+const LaunchPath kFastTerms{"vulkan", "matmul", "fast_terms"};
+const LaunchPath kSplitTerms{"vulkan", "matmul", "split_terms"};
 // ordered_sum_of_partials' own: whole vec4s of outputs, or one output per invocation.
 const LaunchPath kPartialsVec4{"vulkan", "ordered_sum_of_partials", "vec4"};
 const LaunchPath kPartialsScalar{"vulkan", "ordered_sum_of_partials", "scalar"};
@@ -165,6 +174,11 @@ std::int64_t choose_splits(std::uint64_t tiles, std::int64_t k) {
 }  // namespace
 
 KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOperand lhs, MatmulOperand rhs) {
+  return plan_matmul_routed(graph, node, lhs, rhs, {});
+}
+
+KernelLaunch plan_matmul_routed(const Graph& graph, const Node& node, MatmulOperand lhs, MatmulOperand rhs,
+                                const MatmulRoute& route) {
   if (lhs.transposed && !matmul_can_read_transposed(graph, node, 0)) {
     throw CompileError("Vulkan kernel for 'matmul': a transposed lhs needs a 2-D lhs or a batched product, got " +
                        graph.type(node.inputs[0]).to_string() + " x " + graph.type(node.inputs[1]).to_string());
@@ -192,8 +206,10 @@ KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOpe
                      graph.type(node.inputs[1]).to_string() + " exceed the shader's 32-bit indexing");
   }
 
-  const bool large = m >= kLargeTile && n >= kLargeTile &&
-                     tile_count(m, n, batches, kLargeTile) >= launch_thresholds().large_tile_min_tiles;
+  // The matrix-unit kernel has one tiling, 128x128 with K slices of 16.
+  const bool large =
+      route.matrix_units || (m >= kLargeTile && n >= kLargeTile &&
+                             tile_count(m, n, batches, kLargeTile) >= launch_thresholds().large_tile_min_tiles);
   const std::int64_t tile = large ? kLargeTile : kSmallTile;
   const std::uint64_t tiles = tile_count(m, n, batches, tile);
   const std::int64_t work_per_invocation = tile * tile / kGroupSize * k;
@@ -205,7 +221,7 @@ KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOpe
   std::int64_t k_last = k_range;
   // A K range too long for one invocation's loops: ranges of at most kMaxSliceLoops slices, the
   // last one shorter. Batched products keep one range (check_loop_limit refuses what is too long).
-  const std::int64_t slice = large ? 8 : 16;
+  const std::int64_t slice = large && !route.matrix_units ? 8 : 16;
   if (batches == 1 && k_range > kMaxSliceLoops * slice) {
     const std::int64_t want = (k + kMaxSliceLoops * slice - 1) / (kMaxSliceLoops * slice);
     k_range = ((k + want - 1) / want + 15) / 16 * 16;
@@ -249,7 +265,9 @@ KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOpe
   push.flags = (vec_a ? kFlagVecA : 0u) | (n % 4 == 0 ? kFlagVecBC : 0u);
 
   KernelLaunch launch;
-  launch.shader = large ? "matmul" : "matmul_small";
+  launch.shader = !route.matrix_units          ? (large ? "matmul" : "matmul_small")
+                  : route.parts == DType::bf16 ? "matmul_coopmat_bf16"
+                                               : "matmul_coopmat_f16";
   launch.bindings = {lhs.value, rhs.value, splits > 1 ? kScratch : node.output};
   // K = 0: the operands are empty (a zero-byte binding is invalid) and never read; the shader
   // writes zeros. Bind the output in their slots.
@@ -261,9 +279,13 @@ KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOpe
   // kernel with one K per batch, under the pipeline key of a launch without specialization
   // constants.
   const bool ragged = splits > 1 && k_last != k_range;
-  if (lhs.transposed || rhs.transposed || ragged) {
+  // 4: SPLIT_TERMS, the route's part products, set only off the portable fp32 path.
+  const bool routed = route.matrix_units || route.split_terms > 0;
+  if (lhs.transposed || rhs.transposed || ragged || routed) {
     launch.specialization = {lhs.transposed ? 1u : 0u, rhs.transposed ? 1u : 0u, vec_bt ? 1u : 0u};
-    if (ragged) launch.specialization.push_back(1u);
+    if (ragged || routed) launch.specialization.push_back(ragged ? 1u : 0u);
+    if (routed)
+      launch.specialization.push_back(std::max<std::uint32_t>(route.split_terms, route.matrix_units ? 1u : 0u));
   }
 
   launch.paths = {large ? &kLargeTiles : &kSmallTiles,
@@ -279,6 +301,10 @@ KernelLaunch plan_matmul_reading(const Graph& graph, const Node& node, MatmulOpe
     if (rhs.transposed) launch.paths.push_back(&kTransposedRhs);
     launch.paths.push_back(vec_a ? &kVec4A : &kScalarA);
     if (rhs.transposed) launch.paths.push_back(vec_bt ? &kVec4BT : &kScalarBT);
+  }
+  if (route.matrix_units) launch.paths.push_back(route.parts == DType::bf16 ? &kMatrixUnitsBf16 : &kMatrixUnitsF16);
+  if (routed) {
+    launch.paths.push_back(route.split_terms == 6 ? &kSplitTerms : route.split_terms == 3 ? &kFastTerms : &kOnePart);
   }
   // C's stores (and an untransposed B's loads) follow FLAG_VEC_BC.
   launch.paths.push_back(n % 4 == 0 ? &kVec4BC : &kScalarBC);
