@@ -28,7 +28,7 @@
 #      reports in <out-dir>/ckpt_json.tar.gz and ckpt_report.py's tables in <out-dir>/ckpt.md.
 #      Bounded by TG_CKPT_SECONDS (default 520) like `w6`; the whole mode took 105 s on an H200
 #      (2026-11-25), so TG_W6_STEPS can go higher.
-# Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir> [all|train|w6|large|vk|ckpt|mixed]
+# Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir> [all|train|w6|large|vk|ckpt|mixed|curve|units]
 # The build dir must hold tests/tg_vk_tests and bench/tg_vk_{workloads,ops}_bench (Release), and
 # bench/libbenchmark.so.1debian when the machine lacks Google Benchmark; for `w6`,
 # bench/tg_train_bench and bench/tg_w6_capacity (and the libbenchmark copy); for `ckpt`,
@@ -60,6 +60,49 @@ if [ "$what" = train ]; then
   python3 bench/pytorch_train.py --device cuda --out "$out/torch_train_cuda.json"
   python3 bench/compare.py "$out/train.json" "$out/torch_train_cuda.json" --ours train/vulkan | tee "$out/train_vulkan.md"
   python3 bench/compare.py "$out/train.json" "$out/torch_train_cuda.json" --ours train/interp_f32 >"$out/train_interp.md"
+  exit 0
+fi
+
+if [ "$what" = units ]; then
+  # Matrix units: the matrix-unit matmul's boundary tests under the validation layer
+  # (tests/vk/matmul_units_gpu_test.cpp and the selection tests), then W3 in every mode with W4/W5
+  # next to PyTorch's fp32/TF32/f16/bf16 (bench/w3_modes.py's table), then, unless TG_UNITS_TRAIN=0,
+  # W1/W2 and W6 fp32 training steps under matmul_precision ieee and split next to PyTorch fp32.
+  # Bounded by TG_UNITS_SECONDS (default 540).
+  export TG_W6_BATCH=${TG_W6_BATCH:-8} TG_W6_STEPS=${TG_W6_STEPS:-5}
+  deadline=$((SECONDS + ${TG_UNITS_SECONDS:-540}))
+  left() { local l=$((deadline - SECONDS - ${2:-0})); ((l > $1)) && l=$1; ((l < 5)) && l=5; echo $l; }
+  # The validation layer here predates VK_KHR_cooperative_matrix: under it a Context keeps the
+  # matrix units off (the portable kernels run and are validated); the matrix-unit tests run without.
+  echo "== matrix-unit matmul tests (validation off: the layer cannot parse them), then the portable path validated"
+  TG_VK_VALIDATION=0 timeout "$(left 150 300)" "$build/tests/tg_vk_tests" \
+    --gtest_filter='MatrixUnitsTest.*:MatmulUnits*' >"$out/units_tests.txt" 2>&1
+  echo "tg_vk_tests exit $?" | tee -a "$out/units_tests.txt"
+  TG_VK_VALIDATION=1 timeout "$(left 60 300)" "$build/tests/tg_vk_tests" \
+    --gtest_filter='VkTest.MatmulWithoutMatrixUnits*:VkMatmulPrecision*:MatmulPrecision*' >>"$out/units_tests.txt" 2>&1
+  echo "tg_vk_tests (validated) exit $?" | tee -a "$out/units_tests.txt"
+  tail -30 "$out/units_tests.txt"
+  echo "== W3 (every mode), W4, W5: Vulkan, then PyTorch"
+  timeout "$(left 200 150)" "$build/bench/tg_vk_workloads_bench" --benchmark_out="$out/units_vk.json" $J
+  timeout "$(left 120 100)" python3 bench/pytorch_workloads.py --device cuda --w3-modes --out "$out/units_torch.json"
+  python3 bench/w3_modes.py "$out/units_vk.json" "$out/units_torch.json" | tee "$out/units.md"
+  python3 bench/compare.py "$out/units_vk.json" "$out/units_torch.json" | tee -a "$out/units.md"
+  if [ "${TG_UNITS_TRAIN:-1}" = 1 ]; then
+    B="$build/bench/tg_train_bench"
+    for mode in ieee split; do
+      echo "== W1, W2, W6 fp32 under matmul_precision $mode: Vulkan"
+      TG_MATMUL_PRECISION=$mode TG_BENCH_W6=1 timeout "$(left 150 100)" "$B" '--benchmark_filter=^train/vulkan/(W1|W2|W6)/' \
+        --benchmark_out="$out/units_train_$mode.json" $J
+    done
+    echo "== PyTorch CUDA fp32: W1, W2, W6"
+    timeout "$(left 120)" python3 bench/pytorch_train.py --device cuda --workloads W1,W2 --w6 --out "$out/units_train_torch.json"
+    for mode in ieee split; do
+      echo "### matmul_precision $mode" | tee -a "$out/units.md"
+      python3 bench/compare.py "$out/units_train_$mode.json" "$out/units_train_torch.json" --ours train/vulkan |
+        tee -a "$out/units.md"
+    done
+  fi
+  echo "units: $SECONDS s"
   exit 0
 fi
 

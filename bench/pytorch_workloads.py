@@ -102,7 +102,15 @@ def record(name, times, work, unit):
     return entry
 
 
-def run_workloads(device, sizes, small, warmup, repeats, log):
+def set_tf32(on):
+    matmul = torch.backends.cuda.matmul
+    if has_setting(matmul, "fp32_precision"):
+        matmul.fp32_precision = "tf32" if on else "ieee"
+    else:
+        matmul.allow_tf32 = on
+
+
+def run_workloads(device, sizes, small, warmup, repeats, log, w3_modes=False):
     prefix = "torch_" + device
     gen = torch.Generator(device=device).manual_seed(0)
 
@@ -121,6 +129,18 @@ def run_workloads(device, sizes, small, warmup, repeats, log):
         a, b = rand(n, n), rand(n, n)
         times = time_calls(lambda: torch.matmul(a, b), device, warmup, repeats)
         add(record(f"{prefix}/W3_matmul/{n}", times, 2.0 * n**3, "flops"))
+        if w3_modes and device == "cuda":
+            # TF32 (10-bit mantissas on the tensor cores), then f16 and bf16 operands with f32
+            # accumulation, the modes tensorgrad's matmul_precision and 16-bit dtypes are set beside.
+            set_tf32(True)
+            times = time_calls(lambda: torch.matmul(a, b), device, warmup, repeats)
+            add(record(f"{prefix}/W3_matmul_tf32/{n}", times, 2.0 * n**3, "flops"))
+            set_tf32(False)
+            for name, dtype in (("f16", torch.float16), ("bf16", torch.bfloat16)):
+                a16, b16 = a.to(dtype), b.to(dtype)
+                times = time_calls(lambda: torch.matmul(a16, b16), device, warmup, repeats)
+                add(record(f"{prefix}/W3_matmul_{name}/{n}", times, 2.0 * n**3, "flops"))
+                del a16, b16
         del a, b
 
     log2_n = 20 if small else 26
@@ -169,6 +189,8 @@ def main():
                              "1024,2048 on cpu; with --small 128,256)")
     parser.add_argument("--small", action="store_true",
                         help="small workloads (W4 2^20, W5 512x4096, W3 128,256) to check the script")
+    parser.add_argument("--w3-modes", action="store_true",
+                        help="also W3 in TF32, f16 and bf16 (cuda): W3_matmul_tf32/_f16/_bf16/<n>")
     parser.add_argument("--warmup", type=int, default=3, help="untimed calls before timing")
     parser.add_argument("--repeats", type=int, default=None, help="timed calls (default: 20 on cuda, 5 on cpu)")
     parser.add_argument("--threads", type=int, default=os.cpu_count(),
@@ -191,7 +213,7 @@ def main():
     # The progress lines go to stderr when the report goes to stdout.
     log = sys.stdout if args.out else sys.stderr
     with torch.no_grad():
-        entries = run_workloads(args.device, sizes, args.small, args.warmup, repeats, log)
+        entries = run_workloads(args.device, sizes, args.small, args.warmup, repeats, log, args.w3_modes)
     report = {"context": context(args.device, args.threads, precision), "benchmarks": entries}
     text = json.dumps(report, indent=2)
     if args.out:

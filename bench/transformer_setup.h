@@ -17,12 +17,22 @@
 
 namespace tg::bench {
 
+// TG_MATMUL_PRECISION=split|fast: the f32 matmuls' vk::MatmulPrecision (default ieee), so one
+// binary measures every mode in separate runs.
+inline vk::MatmulPrecision matmul_precision_from_env() {
+  const char* env = std::getenv("TG_MATMUL_PRECISION");
+  const std::string mode = env ? env : "";
+  return mode == "split"  ? vk::MatmulPrecision::split
+         : mode == "fast" ? vk::MatmulPrecision::fast
+                          : vk::MatmulPrecision::ieee;
+}
+
 // `precision`: the step's mixed-precision policy (TrainingSpec::precision; f32 by default).
 inline Training compile_transformer(const examples::CharTransformer& model, std::int64_t batch, Backend backend,
                                     std::shared_ptr<vk::Context> ctx, std::uint64_t seed = 2,
                                     PrecisionPolicy precision = {}) {
   const std::int64_t T = model.config.context;
-  return compile(TrainingSpec<examples::CharTransformer>{
+  TrainingSpec<examples::CharTransformer> spec{
       .model = model,
       .loss = examples::transformer_loss,
       .inputs = {{"tokens", {{batch, T}, DType::i32}}, {"targets", {{batch, T}, DType::i32}}},
@@ -31,7 +41,9 @@ inline Training compile_transformer(const examples::CharTransformer& model, std:
       .backend = backend,
       .seed = seed,
       .vk_context = std::move(ctx),
-      .precision = precision});
+      .precision = precision};
+  spec.matmul_precision = matmul_precision_from_env();
+  return compile(std::move(spec));
 }
 
 // Random tokens; each row's targets are its tokens shifted by one, as in a text batch.

@@ -1,5 +1,8 @@
 // The named workloads of design.md on the Vulkan executor, timed by GPU timestamps:
 //   vk/W3_matmul/<n>          fp32 matmul n x n x n, n = 1024, 2048, 4096, 8192 (GFLOP/s, 2 n^3 flops)
+//   vk/W3_matmul_<mode>/<n>   the same under matmul_precision split or fast (f32 operands), or with
+//                             f16 or bf16 operands into an f32 product (docs/vulkan.md, "Matmul
+//                             precision"): on the matrix units where the device has them
 //   vk/W4_add_2^26            add of 2^26 floats (GB/s counting 12 bytes/element: two reads, one write)
 //   vk/W5_softmax_8192x4096   softmax over the last axis (GB/s counting 8 bytes/element: read + write)
 // bench/pytorch_workloads.py --device cuda gives PyTorch's figures for the same workloads.
@@ -56,13 +59,16 @@ std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
   return v;
 }
 
-// The result check of one workload's first dispatch: empty when right, else what is wrong.
-using Check = std::string (*)(const TensorMap& inputs, const HostTensor& first);
+// The result check of one workload's first dispatch: empty when right, else what is wrong. The
+// factor scales the allowed error (fast's documented bound is 256 times the fp32 class).
+using Check = std::string (*)(const TensorMap& inputs, const HostTensor& first, double factor);
 
 struct Workload {
   Graph graph;
   TensorMap inputs;
   Check check = nullptr;
+  double check_factor = 1.0;
+  vk::MatmulPrecision precision = vk::MatmulPrecision::ieee;
   double work = 0;  // flops (W3) or bytes (W4, W5) of one dispatch, for the rate counter
   const char* rate_name = "";
 };
@@ -85,7 +91,7 @@ std::string describe_mismatch(const char* what, std::size_t index, double got, d
 
 // W3: 512 sampled entries of C (the four corners first: tile edges) against dot products in double,
 // within the matmul tolerance class relative to the largest |C| sampled, as the vk tests allow.
-std::string check_matmul(const TensorMap& inputs, const HostTensor& out) {
+std::string check_matmul(const TensorMap& inputs, const HostTensor& out, double factor) {
   const auto a = inputs.at("a").to_f64();
   const auto b = inputs.at("b").to_f64();
   const auto n = static_cast<std::size_t>(inputs.at("a").type.shape[0]);
@@ -104,7 +110,7 @@ std::string check_matmul(const TensorMap& inputs, const HostTensor& out) {
     scale = std::max(scale, std::fabs(dot));
   }
   const double allowed = 4.0 * std::numeric_limits<float>::epsilon() *
-                         tolerance_ulps(ToleranceClass::matmul, static_cast<std::int64_t>(n)) * scale;
+                         tolerance_ulps(ToleranceClass::matmul, static_cast<std::int64_t>(n)) * scale * factor;
   for (std::size_t s = 0; s < at.size(); ++s) {
     const double got = out.at(at[s]);
     if (!(std::fabs(got - want[s]) <= allowed)) return describe_mismatch("matmul", at[s], got, want[s], allowed);
@@ -113,7 +119,7 @@ std::string check_matmul(const TensorMap& inputs, const HostTensor& out) {
 }
 
 // W4: every element, exactly (an f32 add is correctly rounded).
-std::string check_add(const TensorMap& inputs, const HostTensor& out) {
+std::string check_add(const TensorMap& inputs, const HostTensor& out, double /*factor*/) {
   const auto a = inputs.at("a").to_f64();
   const auto b = inputs.at("b").to_f64();
   for (std::size_t i = 0; i < out.size(); ++i) {
@@ -125,7 +131,7 @@ std::string check_add(const TensorMap& inputs, const HostTensor& out) {
 
 // W5: 64 rows (first, last, random) against softmax in double, 1e-5 relative: exp and the division
 // are accurate to a few ulp and the row sums to about sqrt(4096) ulp.
-std::string check_softmax(const TensorMap& inputs, const HostTensor& out) {
+std::string check_softmax(const TensorMap& inputs, const HostTensor& out, double /*factor*/) {
   const HostTensor& x = inputs.at("x");
   const auto rows = static_cast<std::size_t>(x.type.shape[0]);
   const auto cols = static_cast<std::size_t>(x.type.shape[1]);
@@ -150,20 +156,39 @@ std::string check_softmax(const TensorMap& inputs, const HostTensor& out) {
   return "";
 }
 
-std::unique_ptr<Workload> matmul_workload(std::int64_t n, int length) {
+// mode: "" (fp32, ieee), "split", "fast" (f32 operands under that matmul_precision), "f16" or
+// "bf16" (16-bit operands into f32 products).
+std::unique_ptr<Workload> matmul_workload(std::int64_t n, int length, const std::string& mode) {
   auto w = std::make_unique<Workload>();
   GraphBuilder b("w3_matmul");
   TracingScope scope(b);
-  const Tensor a = b.param("a", {DType::f32, {n, n}});
-  const Tensor m = b.param("b", {DType::f32, {n, n}});
-  w->graph = chain(b, a, length, [&](const Tensor& x) { return matmul(x, m); });
+  const DType operands = mode == "f16" ? DType::f16 : mode == "bf16" ? DType::bf16 : DType::f32;
+  const Tensor a = b.param("a", {operands, {n, n}});
+  const Tensor m = b.param("b", {operands, {n, n}});
+  if (operands == DType::f32) {
+    w->graph = chain(b, a, length, [&](const Tensor& x) { return matmul(x, m); });
+  } else {
+    // 16-bit operands cast up once; the chain's products all read them (a chain of 16-bit results
+    // would add a rounding cast per product to the timed span).
+    const Tensor up_a = cast(a, DType::f32);
+    const Tensor up_m = cast(m, DType::f32);
+    w->graph = chain(b, up_a, length, [&](const Tensor&) { return matmul(up_a, up_m); });
+  }
+  w->precision = mode == "split"  ? vk::MatmulPrecision::split
+                 : mode == "fast" ? vk::MatmulPrecision::fast
+                                  : vk::MatmulPrecision::ieee;
+  w->check_factor = mode == "fast" ? 256.0 : 1.0;
   const auto count = static_cast<std::size_t>(n * n);
-  w->inputs.emplace("a", HostTensor::f32({n, n}, random_floats(count, 1)));
+  const auto make = [&](std::vector<float> v) {
+    return operands == DType::f32 ? HostTensor::f32({n, n}, std::move(v))
+                                  : HostTensor::low_precision(operands, {n, n}, v);
+  };
+  w->inputs.emplace("a", make(random_floats(count, 1)));
   // Entries of variance 1/n: every product in the chain keeps the magnitude of `a`.
   std::vector<float> bv = random_floats(count, 2);
   const auto scale = static_cast<float>(std::sqrt(3.0 / static_cast<double>(n)));
   for (float& v : bv) v *= scale;
-  w->inputs.emplace("b", HostTensor::f32({n, n}, bv));
+  w->inputs.emplace("b", make(bv));
   w->check = check_matmul;
   w->work = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
   w->rate_name = "GFLOP/s";
@@ -222,11 +247,12 @@ void run_workload(benchmark::State& state, int length,
                                             vk::ProgramOptions{.timestamps = true,
                                                                .resident_params = true,
                                                                .fuse_elementwise = false,
-                                                               .device_outputs = {"first", "last"}});
+                                                               .device_outputs = {"first", "last"},
+                                                               .matmul_precision = w->precision});
     for (const auto& [name, value] : w->inputs) program->write_input(name, value);
     // Untimed first run: pipelines warm, and the result checked.
     (void)program->run({});
-    const std::string wrong = w->check(w->inputs, program->read_output("first"));
+    const std::string wrong = w->check(w->inputs, program->read_output("first"), w->check_factor);
     // Untimed runs for 300 ms more: the GPU's clock ramps up under steady load.
     const auto warm_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
     while (wrong.empty() && std::chrono::steady_clock::now() < warm_until) (void)program->run({});
@@ -275,13 +301,16 @@ void register_all() {
   for (const Size& size : {Size{1024, 20, 40}, Size{2048, 12, 20}, Size{4096, 6, 12}, Size{8192, 3, 8}}) {
     // The workload is built when the benchmark runs, so a filtered-out one costs nothing.
     const std::int64_t n = size.n;
-    benchmark::RegisterBenchmark(("vk/W3_matmul/" + std::to_string(n)).c_str(),
-                                 [n, length = size.length](benchmark::State& state) {
-                                   run_workload(state, length, [n](int r) { return matmul_workload(n, r); });
-                                 })
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond)
-        ->Iterations(size.runs);
+    for (const std::string mode : {"", "split", "fast", "f16", "bf16"}) {
+      benchmark::RegisterBenchmark(
+          ("vk/W3_matmul" + (mode.empty() ? "" : "_" + mode) + "/" + std::to_string(n)).c_str(),
+          [n, mode, length = size.length](benchmark::State& state) {
+            run_workload(state, length, [n, mode](int r) { return matmul_workload(n, r, mode); });
+          })
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(size.runs);
+    }
   }
   benchmark::RegisterBenchmark("vk/W4_add_2^26", [](benchmark::State& state) { run_workload(state, 10, add_workload); })
       ->UseManualTime()
