@@ -24,25 +24,28 @@
 // would overflow to inf) and add the products of parts whose weight is at least 2^-16 of the
 // leading one, small first: split a1b1 a2b0 a0b2 a1b0 a0b1 a0b0, fast a1b0 a0b1 a0b0.
 //
-// Tile 128x128, K slices of 16 staged once per slice into shared memory as 16-bit parts (the next
+// Tile 128x128, K slices staged once per slice into shared memory as 16-bit parts (the next
 // slice's f32 loads are in flight during the multiply-adds). Eight subgroups of 32 (the planner
 // takes this kernel only on devices whose subgroups are 32 wide) in 2 x 4: each owns 64 rows x 32
 // columns of the tile, 4 x 2 accumulators. Interior tiles with vec4 rows store the accumulators
 // straight to memory; edge tiles go through a per-subgroup 16x16 staging area and store only
 // what lies inside C.
 
+// K slices of 32 (two 16-deep steps per barrier) with one or two parts; split's three parts at 32
+// would not fit 48 KB of shared memory, so its slices are 16 deep. SPLIT_TERMS is a specialization
+// constant, so BK and everything sized by it are too (folded when the pipeline is made).
 #define MATMUL_TILE 128u
-#define MATMUL_BK 16u
+#define MATMUL_BK (SPLIT_TERMS == 6u ? 16u : 32u)
 #define MATMUL_NO_F32_STAGING
 #include "matmul_common.glsl"
 
-const uint LDA = BK + 8u;                  // halves per staged A row (48 bytes: 16-byte aligned rows)
+const uint LDA = BK + 8u;                  // halves per staged A row (16-byte aligned rows)
 const uint LDB = TILE + 8u;                // halves per staged B k row
 const uint A_PART = TILE * LDA;            // one part of the A slice
 const uint B_PART = BK * LDB;              // one part of the B slice
 const uint PARTS = SPLIT_TERMS == 6u ? 3u : (SPLIT_TERMS == 3u ? 2u : 1u);
-shared float16_t sh_a[3u * A_PART];
-shared float16_t sh_b[3u * B_PART];
+shared float16_t sh_a[PARTS * A_PART];
+shared float16_t sh_b[PARTS * B_PART];
 shared float sh_c[8u * 256u];  // per subgroup: one 16x16 accumulator on its way to an edge tile
 
 // The fragment types (see above: B and C are widened to 16 columns by the SPIR-V rewrite).
@@ -145,17 +148,19 @@ void main() {
         next_a[r] = more ? load_a(a_base, row0, (s + 1u) * BK, e) : vec4(0.0);
         next_b[r] = more ? load_b(b_base, col0, (s + 1u) * BK, e) : vec4(0.0);
       }
-      [[unroll]] for (uint t = first_term; t < 6u; ++t) {
-        FragA fa[4];
-        FragB fb[2];
-        [[unroll]] for (uint i = 0; i < 4; ++i) {
-          coopMatLoadNV(fa[i], sh_a, TERM_A[t] * A_PART + (warp_row + 16u * i) * LDA, LDA, false);
-        }
-        [[unroll]] for (uint j = 0; j < 2; ++j) {
-          coopMatLoadNV(fb[j], sh_b, TERM_B[t] * B_PART + warp_col + 16u * j, LDB, false);
-        }
-        [[unroll]] for (uint i = 0; i < 4; ++i) {
-          [[unroll]] for (uint j = 0; j < 2; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+      [[unroll]] for (uint kk = 0; kk < BK; kk += 16u) {
+        [[unroll]] for (uint t = first_term; t < 6u; ++t) {
+          FragA fa[4];
+          FragB fb[2];
+          [[unroll]] for (uint i = 0; i < 4; ++i) {
+            coopMatLoadNV(fa[i], sh_a, TERM_A[t] * A_PART + (warp_row + 16u * i) * LDA + kk, LDA, false);
+          }
+          [[unroll]] for (uint j = 0; j < 2; ++j) {
+            coopMatLoadNV(fb[j], sh_b, TERM_B[t] * B_PART + kk * LDB + warp_col + 16u * j, LDB, false);
+          }
+          [[unroll]] for (uint i = 0; i < 4; ++i) {
+            [[unroll]] for (uint j = 0; j < 2; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+          }
         }
       }
       // Every subgroup has read this slice before the next one is staged over it.

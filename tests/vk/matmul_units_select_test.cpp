@@ -120,12 +120,12 @@ TEST(MatmulUnitsSpirv, RewritesTheNvModuleToKhrForF16AndBf16) {
 TEST(MatmulUnitsSpirv, RefusesWhatItCannotTranslate) {
   EXPECT_THROW(nv_coopmat_to_khr(Words{1, 2, 3}, CoopmatElement::f16), Error);
   // A cooperative matrix type of another shape: the A type's columns pointed at the rows' id
-  // changed to a constant that is neither 8 nor 16.
+  // changed to a constant that is neither 8 nor 16 (136).
   Words words = embedded();
   std::vector<Words> ins = instructions(words);
   std::uint32_t other_constant = 0;
   for (const Words& i : ins) {
-    if (op(i) == 43 && i.size() == 4 && i[3] == 24) other_constant = i[2];  // LDA = 24 is a constant
+    if (op(i) == 43 && i.size() == 4 && i[3] == 136) other_constant = i[2];  // LDB = 136 is a constant
   }
   ASSERT_NE(other_constant, 0u);
   for (std::size_t at = 5; at < words.size(); at += words[at] >> 16) {
@@ -136,9 +136,9 @@ TEST(MatmulUnitsSpirv, RefusesWhatItCannotTranslate) {
   }
   try {
     nv_coopmat_to_khr(words, CoopmatElement::f16);
-    ADD_FAILURE() << "a 16x24 cooperative matrix type was translated";
+    ADD_FAILURE() << "a 16x136 cooperative matrix type was translated";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("16x24"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("16x136"), std::string::npos) << e.what();
   }
 }
 

@@ -11,9 +11,9 @@ namespace tg::vk {
 
 namespace {
 
-// Shared memory of shaders/matmul_coopmat.comp: three parts of the 128 x (16 + 8) A slice and of
-// the 16 x (128 + 8) B slice in 16-bit words, and eight 16 x 16 f32 staging tiles.
-constexpr std::uint32_t kCoopmatSharedBytes = 3 * (128 * 24 + 16 * 136) * 2 + 8 * 256 * 4;
+// Shared memory of shaders/matmul_coopmat.comp at its largest (fast): two parts of the 128 x (32 + 8)
+// A slice and of the 32 x (128 + 8) B slice in 16-bit words, and eight 16 x 16 f32 staging tiles.
+constexpr std::uint32_t kCoopmatSharedBytes = 2 * (128 * 40 + 32 * 136) * 2 + 8 * 256 * 4;
 
 bool has_shape(const MatrixUnitFeatures& units, MatrixElement element) {
   return std::any_of(units.shapes.begin(), units.shapes.end(), [&](const CooperativeMatrixShape& s) {
