@@ -19,7 +19,9 @@
 // n = 2048..8192. Tried and dropped: K slices of 16 (39 TFLOP/s, but 42 KB of shared memory,
 // above lavapipe's 32 KB), a banded tile order (no gain at BK 8), and a large path without
 // the scalar fallback (123 registers, two workgroups per SM, yet 25 TFLOP/s).
-// fp32 inputs, fp32 accumulators. Each output is accumulated by one invocation in ascending k
+// fp32 inputs, fp32 accumulators (SPLIT_TERMS 0). Under SPLIT_TERMS 6 (split) or 3 (fast) each
+// product is the sum of products of bf16 parts of its operands (matmul_split.glsl), split from the
+// staged values where the multiply-adds read them; the accumulation is the same. Each output is accumulated by one invocation in ascending k
 // (the zero padding only adds 0*0 terms past K), so the bits do not depend on scheduling.
 // Split-K (products with few output tiles and a long K, e.g. weight gradients): the host launches
 // the K ranges as batches (lda = the whole K) writing partial products to scratch, and
@@ -43,6 +45,7 @@
 #define MATMUL_TILE 128u
 #define MATMUL_BK 8u
 #include "matmul_common.glsl"
+#include "matmul_split.glsl"
 
 // ---- large tiles: 128x128, 8x8 per invocation, BK 8, double-buffered ----
 //
@@ -99,10 +102,24 @@ void large_tiles() {
         const vec4 a_hi = sh_A[buf][kk][ty + 16u];
         const vec4 b_lo = sh_B[buf][kk][tx];
         const vec4 b_hi = sh_B[buf][kk][tx + 16u];
-        const float av[8] = float[8](a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w);
-        [[unroll]] for (uint i = 0; i < 8; ++i) {
-          acc[i][0] += av[i] * b_lo;
-          acc[i][1] += av[i] * b_hi;
+        if (SPLIT_TERMS == 0u) {
+          const float av[8] = float[8](a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w);
+          [[unroll]] for (uint i = 0; i < 8; ++i) {
+            acc[i][0] += av[i] * b_lo;
+            acc[i][1] += av[i] * b_hi;
+          }
+        } else {
+          // split / fast: bf16 parts of the values as they are used (matmul_split.glsl).
+          const SplitParts4 sa_lo = split_parts4(a_lo);
+          const SplitParts4 sa_hi = split_parts4(a_hi);
+          const SplitParts4 sb_lo = split_parts4(b_lo);
+          const SplitParts4 sb_hi = split_parts4(b_hi);
+          [[unroll]] for (uint i = 0; i < 8; ++i) {
+            const SplitParts4 sa = i < 4 ? sa_lo : sa_hi;
+            const uint q = i & 3u;
+            acc[i][0] += split_products(sa.p0[q], sa.p1[q], sa.p2[q], sb_lo);
+            acc[i][1] += split_products(sa.p0[q], sa.p1[q], sa.p2[q], sb_hi);
+          }
         }
       }
       // The other buffer was last read in slice s-1, which every invocation finished before the

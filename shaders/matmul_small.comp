@@ -15,8 +15,9 @@
 // step reads one vec4 of A (broadcast within a warp) and one of B (16 consecutive vec4 per warp).
 // Rows of A (B, C) move as vec4 when K (N) is a multiple of 4 (flags), else as scalars. Shared
 // memory: 16896 bytes (17408 with B_T).
-// fp32 inputs, fp32 accumulators. Each output is accumulated by one invocation in ascending k from
-// 0.0 (the zero padding only adds 0*0 terms past K), so the bits are those of matmul.comp and of
+// fp32 inputs, fp32 accumulators (SPLIT_TERMS 0; under 6 or 3 each product is the sum of products
+// of bf16 parts, matmul_split.glsl, as in matmul.comp). Each output is accumulated by one
+// invocation in ascending k from 0.0 (the zero padding only adds 0*0 terms past K), so the bits are those of matmul.comp and of
 // one ascending loop `acc += a * b`. Split-K launches (batches = K ranges, lda = the whole K),
 // transposed operands (A_T, B_T, VEC_BT, as in matmul.comp) and the grid-stride loop over tiles
 // work as there.
@@ -24,6 +25,7 @@
 #define MATMUL_TILE 64u
 #define MATMUL_BK 16u
 #include "matmul_common.glsl"
+#include "matmul_split.glsl"
 
 // ---- small tiles: 64x64, 4x4 per invocation, BK 16 ----
 //
@@ -64,10 +66,17 @@ void small_tiles() {
       [[unroll]] for (uint kk = 0; kk < BK; ++kk) {
         const vec4 av = sh_A[buf][kk][ty];
         const vec4 bv = sh_B[buf][kk][tx];
-        [[unroll]] for (uint i = 0; i < 4; ++i) acc[i] += av[i] * bv;
+        if (SPLIT_TERMS == 0u) {
+          [[unroll]] for (uint i = 0; i < 4; ++i) acc[i] += av[i] * bv;
+        } else {
+          // split / fast: bf16 parts of the values as they are used (matmul_split.glsl).
+          const SplitParts4 sa = split_parts4(av);
+          const SplitParts4 sb = split_parts4(bv);
+          [[unroll]] for (uint i = 0; i < 4; ++i) acc[i] += split_products(sa.p0[i], sa.p1[i], sa.p2[i], sb);
+        }
       }
       // The other buffer was last read in slice s-1, which every invocation finished before the
-    // barrier that ended it; one barrier per slice then orders these stores before their reads.
+      // barrier that ended it; one barrier per slice then orders these stores before their reads.
       if (more) store_slice(buf ^ 1u, lid, next_a, next_b);
       barrier();
     }
