@@ -213,6 +213,7 @@ TEST_F(VkTest, MatmulPrecisionSplitLargeTiles) {
   check_random(ctx, {"large tiles, ragged", {130, 36}, {36, 132}, false, false, 1, 1, 1}, 11);
   check_random(ctx, {"large tiles, scalar A", {128, 30}, {30, 128}}, 13);
   check_random(ctx, {"large tiles, split-K", {128, 256}, {256, 128}, false, false, 1, 1, 2}, 15);
+  check_random(ctx, {"large tiles, 256 x 256 x 256", {256, 256}, {256, 256}}, 17);
 }
 
 TEST_F(VkTest, MatmulPrecisionSplitTransposedAndBatchedOperands) {
