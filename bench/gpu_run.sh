@@ -89,14 +89,17 @@ if [ "$what" = units ]; then
   python3 bench/compare.py "$out/units_vk.json" "$out/units_torch.json" | tee -a "$out/units.md"
   if [ "${TG_UNITS_TRAIN:-1}" = 1 ]; then
     B="$build/bench/tg_train_bench"
-    for mode in ieee split; do
-      echo "== W1, W2, W6 fp32 under matmul_precision $mode: Vulkan"
-      TG_MATMUL_PRECISION=$mode TG_BENCH_W6=1 timeout "$(left 150 100)" "$B" '--benchmark_filter=^train/vulkan/(W1|W2|W6)/' \
+    for mode in ${TG_UNITS_MODES:-ieee split}; do
+      # ieee also runs the bf16 autocast steps, whose matmuls now take the matrix units.
+      filter='^train/vulkan/(W1|W2|W6)/'
+      [ $mode = ieee ] && filter='^train/vulkan/(W1|W2|W6)(_bf16)?/'
+      echo "== W1, W2, W6 under matmul_precision $mode: Vulkan"
+      TG_MATMUL_PRECISION=$mode TG_BENCH_W6=1 timeout "$(left 150 100)" "$B" "--benchmark_filter=$filter" \
         --benchmark_out="$out/units_train_$mode.json" $J
     done
     echo "== PyTorch CUDA fp32: W1, W2, W6"
     timeout "$(left 120)" python3 bench/pytorch_train.py --device cuda --workloads W1,W2 --w6 --out "$out/units_train_torch.json"
-    for mode in ieee split; do
+    for mode in ${TG_UNITS_MODES:-ieee split}; do
       echo "### matmul_precision $mode" | tee -a "$out/units.md"
       python3 bench/compare.py "$out/units_train_$mode.json" "$out/units_train_torch.json" --ours train/vulkan |
         tee -a "$out/units.md"

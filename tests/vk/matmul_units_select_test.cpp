@@ -12,9 +12,12 @@
 
 #include "support/library.h"
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/ir/ops/ids/precision.h"
 #include "tensorgrad/vk/executor.h"
 #include "tensorgrad/vk/shaders.h"
 #include "vk/kernels/matmul_units.h"
+#include "vk/low_precision_lowering.h"
+#include "vk/program_plan.h"
 #include "vk/spirv_coopmat.h"
 #include "vk_test_support.h"
 
@@ -115,6 +118,7 @@ TEST(MatmulUnitsSpirv, RewritesTheNvModuleToKhrForF16AndBf16) {
   expect_khr_module(nv_coopmat_to_khr(nv, CoopmatElement::bf16), true);
   EXPECT_EQ(*derived_shader_spirv("matmul_coopmat_bf16"), nv_coopmat_to_khr(nv, CoopmatElement::bf16));
   EXPECT_FALSE(derived_shader_spirv("matmul").has_value());
+  EXPECT_FALSE(derived_shader_spirv("matmul_coopmat_f32").has_value());
 }
 
 TEST(MatmulUnitsSpirv, RefusesWhatItCannotTranslate) {
@@ -256,6 +260,67 @@ TEST(MatmulUnitsSelect, ExactOperandsAreCastsUpThroughLayoutOps) {
   EXPECT_EQ(exact_operand_dtype(g, *g.find_output("scaled")), DType::f32) << "arithmetic after the cast";
   EXPECT_EQ(exact_operand_dtype(g, *g.find_output("int")), DType::f32) << "a cast from i32";
   EXPECT_EQ(exact_operand_dtype(g, *g.find_input("f")), DType::f32);
+}
+
+// The launches a made-up device with matrix units gets (planning needs no device): which shader,
+// which specialization constants, which values bound.
+struct PlannedMatmul {
+  std::string shader;
+  std::vector<std::uint32_t> specialization;
+  std::vector<ValueId> bindings;
+};
+std::vector<PlannedMatmul> planned_matmuls(const Graph& traced, MatmulPrecision precision, const Graph** lowered_out,
+                                           Graph& lowered_storage) {
+  DeviceInfo info = hopper_like();
+  info.usable = true;
+  info.storage_buffer_16bit_access = true;
+  info.max_per_stage_storage_buffers = 32;
+  info.max_storage_buffer_range = std::uint64_t{1} << 32;
+  info.max_memory_allocation_size = std::uint64_t{1} << 34;
+  info.min_storage_buffer_offset_alignment = 64;
+  info.max_compute_work_group_count = {65535, 65535, 65535};
+  lowered_storage = prepare_low_precision(traced, info);
+  *lowered_out = &lowered_storage;
+  const ProgramPlan plan = plan_program(lowered_storage, info, {.matmul_precision = precision});
+  std::vector<PlannedMatmul> out;
+  for (const KernelLaunch& l : plan.launches) {
+    if (l.shader.rfind("matmul", 0) == 0 && l.shader != "matmul_split_sum") {
+      out.push_back({l.shader, l.specialization, l.bindings});
+    }
+  }
+  return out;
+}
+
+TEST(MatmulUnitsSelect, PlansTheMatrixUnitKernelOnADeviceThatHasIt) {
+  GraphBuilder builder("routes");
+  TracingScope scope(builder);
+  Tensor a = builder.input("a", {DType::bf16, {130, 70}});
+  Tensor b = builder.input("b", {DType::bf16, {70, 129}});
+  Tensor x = builder.input("x", {DType::f32, {130, 70}});
+  Tensor y = builder.input("y", {DType::f32, {70, 129}});
+  builder.output("c16", matmul(a, b, DType::f32));
+  builder.output("c32", matmul(x, y));
+  // A bf16 operand made by an elementwise run (its cast down fused into the run).
+  builder.output("fused", matmul(cast(x * 2.0, DType::bf16), b, DType::f32));
+  const Graph g = builder.take();
+  Graph storage;
+  const Graph* lowered = nullptr;
+
+  std::vector<PlannedMatmul> ms = planned_matmuls(g, MatmulPrecision::ieee, &lowered, storage);
+  ASSERT_EQ(ms.size(), 3u);
+  // bf16 operands: one part on the bf16 units (spec 4 = 1), reading the casts' f32 copies.
+  EXPECT_EQ(ms[0].shader, "matmul_coopmat_bf16");
+  EXPECT_EQ(ms[0].specialization, (std::vector<std::uint32_t>{0, 0, 0, 0, 1}));
+  EXPECT_EQ(lowered->nodes()[static_cast<std::size_t>(lowered->value(ms[0].bindings[0]).producer)].op, op::Cast);
+  EXPECT_EQ(ms[1].shader, "matmul_small") << "f32 under ieee: the portable kernel (3 large tiles: small ones)";
+  EXPECT_EQ(ms[2].shader, "matmul_coopmat_bf16") << "an operand rounded to bf16 in a fused run";
+
+  ms = planned_matmuls(g, MatmulPrecision::split, &lowered, storage);
+  ASSERT_EQ(ms.size(), 3u);
+  EXPECT_EQ(ms[1].shader, "matmul_coopmat_bf16");
+  EXPECT_EQ(ms[1].specialization, (std::vector<std::uint32_t>{0, 0, 0, 0, 6}));
+  ms = planned_matmuls(g, MatmulPrecision::fast, &lowered, storage);
+  EXPECT_EQ(ms[1].specialization, (std::vector<std::uint32_t>{0, 0, 0, 0, 3}));
 }
 
 // On a device without matrix units (lavapipe) every setting and every operand dtype runs the
