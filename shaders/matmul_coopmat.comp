@@ -20,9 +20,10 @@
 //
 // SPLIT_TERMS (specialization constant 4): 1 rounds each f32 operand to one 16-bit part, exact for
 // operands cast up from that dtype (the planner takes this kernel only for those); 3 (fast) and 6
-// (split) split each f32 operand into bf16 parts p0 + p1 + p2 (RNE each; p0 toward zero where RNE
-// would overflow to inf) and add the products of parts whose weight is at least 2^-16 of the
-// leading one, small first: split a1b1 a2b0 a0b2 a1b0 a0b1 a0b0, fast a1b0 a0b1 a0b0.
+// (split) split each f32 operand into bf16 parts p0 + p1 + p2 (RNE each; p0 and p1 toward zero near
+// the largest float, as the portable kernels' shaders/matmul_split.glsl does) and add the products
+// of parts whose weight is at least 2^-16 of the leading one, small first: split a1b1 a2b0 a0b2
+// a1b0 a0b1 a0b0, fast a1b0 a0b1 a0b0.
 //
 // Tile 128x128, K slices staged once per slice into shared memory as 16-bit parts (the next
 // slice's f32 loads are in flight during the multiply-adds). Eight subgroups of 32 (the planner
@@ -53,13 +54,16 @@ shared float sh_c[8u * 256u];  // per subgroup: one 16x16 accumulator on its way
 #define FragB fcoopmatNV<16, gl_ScopeSubgroup, 16, 8>
 #define FragC fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>
 
-// x rounded to 8 significant bits (bf16's), to nearest even, kept in a float; toward zero where
-// that would round a finite x up to infinity, so that x minus the part stays finite.
+// x rounded to 8 significant bits (bf16's), to nearest even, kept in a float; toward zero at and
+// above 2^128 - 2^119, where that would round a finite x up to infinity (so x minus the part stays
+// finite). Infinities stay; a NaN stays a (quiet) NaN.
 float bf16_part(float x) {
   const uint bits = floatBitsToUint(x);
-  const uint rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
-  const bool overflows = (rounded & 0x7FFFFFFFu) == 0x7F800000u && (bits & 0x7F800000u) != 0x7F800000u;
-  return uintBitsToFloat(overflows ? (bits & 0xFFFF0000u) : rounded);
+  if ((bits & 0x7F800000u) == 0x7F800000u) {
+    return uintBitsToFloat((bits & 0xFFFF0000u) | ((bits & 0x007FFFFFu) != 0u ? 0x00400000u : 0u));
+  }
+  if (abs(x) >= uintBitsToFloat(0x7F7F8000u)) return uintBitsToFloat(bits & 0xFFFF0000u);
+  return uintBitsToFloat((bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u);
 }
 
 // Stores part p of an f32 value x into shared memory at `at` of part array `base`.
@@ -68,9 +72,13 @@ void store_parts(bool is_a, uint at, float x) {
     if (is_a) sh_a[at] = float16_t(x); else sh_b[at] = float16_t(x);
     return;
   }
+  // Near the largest float the second part is also cut toward zero: rounded up it would make
+  // p0 + p1 = 2^128. An infinite or NaN x has no lower parts (its products with them would be
+  // inf - inf); the matrix units then give NaN where fp32 multiply-adds would give an infinity.
   const float p0 = bf16_part(x);
-  const float r1 = x - p0;
-  const float p1 = bf16_part(r1);
+  const bool near_max = abs(x) >= uintBitsToFloat(0x7F7F8000u);
+  const float r1 = isinf(x) || isnan(x) ? 0.0 : x - p0;
+  const float p1 = near_max ? uintBitsToFloat(floatBitsToUint(r1) & 0xFFFF0000u) : bf16_part(r1);
   if (is_a) {
     sh_a[at] = float16_t(p0);
     sh_a[A_PART + at] = float16_t(p1);

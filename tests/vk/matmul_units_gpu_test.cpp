@@ -2,7 +2,8 @@
 // matrix units: f16 and bf16 operands (one part, exact products), f32 under split (six bf16 part
 // products, the fp32 tolerance class) and fast (three, its documented bound), on both sides of the
 // 128 tile edges and the 16-wide K slices, split-K and ragged K ranges, batched and broadcast
-// products, transposed operands read in place, 1-D operands, K = 0, and large magnitudes (1e+-30).
+// products, transposed operands read in place, 1-D operands, K = 0, and large magnitudes (1e+-30,
+// operands near the largest float).
 // Each case also checks that the matrix-unit path ran. CI's lavapipe has no cooperative matrices:
 // these skip there, saying so; docs/testing.md gives the command that runs them on the GPU machine.
 #include <gtest/gtest.h>
@@ -157,7 +158,7 @@ TEST_F(MatrixUnitsTest, SplitIsWithinTheFp32ClassAtEveryThresholdAndMagnitude) {
     worst = std::max(worst, check(ctx_, c, DType::f32, MatmulPrecision::split, 1.0, seed += 2));
   }
   for (const auto& [sa, sb] : {std::pair{1e30f, 1e-30f}, std::pair{1e-30f, 1e30f}, std::pair{1e15f, 1e15f},
-                               std::pair{1e-15f, 1e-15f}, std::pair{1e30f, 1e5f}}) {
+                               std::pair{1e-15f, 1e-15f}, std::pair{1e30f, 1e5f}, std::pair{1.7e38f, 1e-6f}}) {
     worst = std::max(worst, check(ctx_, {{130, 257}, {257, 129}, false, false, sa, sb}, DType::f32,
                                   MatmulPrecision::split, 1.0, seed += 2));
   }
@@ -174,6 +175,9 @@ TEST_F(MatrixUnitsTest, FastStaysWithinItsDocumentedBound) {
     if (num_elements(c.a) == 0 || num_elements(c.b) == 0 || c.a.back() == 0) continue;
     worst = std::max(worst, check(ctx_, c, DType::f32, MatmulPrecision::fast, 256.0, seed += 2));
   }
+  // Near the largest float the parts are cut toward zero: p0 + p1 must not round up to infinity.
+  worst = std::max(worst, check(ctx_, {{130, 257}, {257, 129}, false, false, 1.7e38f, 1e-6f}, DType::f32,
+                                MatmulPrecision::fast, 256.0, seed += 2));
   std::cout << "fast: largest error / max(1, max |c|) = " << worst << "\n";
 }
 
