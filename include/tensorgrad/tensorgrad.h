@@ -9,6 +9,7 @@
 #include "tensorgrad/ir/graph.h"
 #include "tensorgrad/ir/launch_paths.h"
 #include "tensorgrad/ir/ops/api.h"
+#include "tensorgrad/ir/ops/attention.h"
 #include "tensorgrad/ir/ops/ids.h"
 #include "tensorgrad/ir/ops/op_def.h"
 #include "tensorgrad/ir/shape.h"
