@@ -3,7 +3,7 @@
 // goldens (tests/golden/train) and the benchmarks (bench/), so all three train the same thing.
 //   W1: MLP fitting y = sin(x): Linear(1,64)-relu-Linear(64,64)-relu-Linear(64,1), MSE.
 //   W2: char transformer: token embedding + learned positions, pre-LayerNorm blocks (causal
-//       multi-head attention, GELU (tanh) MLP of 4x width), final LayerNorm, linear head,
+//       tg::MultiHeadAttention on the fused attention op, GELU (tanh) MLP of 4x width), final LayerNorm, linear head,
 //       cross-entropy. design.md's size: vocab 65, T 128, d 128, 4 layers, 4 heads.
 //   W6: the same model at GPT-2-small size (kW6Config): byte-level vocab 256, T 1024, d 768,
 //       12 layers, 12 heads (head width 64), MLP 4x: ~86M params (GPT-2 small's 124M less its
@@ -56,26 +56,16 @@ struct TransformerConfig {
 // W6 (see the top of this file): CharTransformer(kW6Config).
 inline constexpr TransformerConfig kW6Config{.vocab = 256, .context = 1024, .width = 768, .layers = 12, .heads = 12};
 
-struct Attention : Module {
-  Attention(Module& parent, std::string name, std::int64_t width)
-      : Module(parent, std::move(name)),
-        q(*this, "q", width, width),
-        k(*this, "k", width, width),
-        v(*this, "v", width, width),
-        proj(*this, "proj", width, width) {}
-  Linear q, k, v, proj;
-};
-
 struct Block : Module {
-  Block(Module& parent, std::string name, std::int64_t width)
+  Block(Module& parent, std::string name, std::int64_t width, std::int64_t heads)
       : Module(parent, std::move(name)),
         ln1(*this, "ln1", width),
-        attn(*this, "attn", width),
+        attn(*this, "attn", width, heads, {.causal = true}),
         ln2(*this, "ln2", width),
         fc(*this, "fc", width, 4 * width),
         out(*this, "out", 4 * width, width) {}
   LayerNorm ln1;
-  Attention attn;
+  MultiHeadAttention attn;  // causal; the fused attention op
   LayerNorm ln2;
   Linear fc, out;
 };
@@ -85,7 +75,7 @@ struct CharTransformer : Module {
       : config(c),
         tokens(*this, "tokens", c.vocab, c.width),
         positions(*this, "positions", {c.context, c.width}),
-        blocks(*this, "blocks", c.layers, c.width),
+        blocks(*this, "blocks", c.layers, c.width, c.heads),
         ln(*this, "ln", c.width),
         head(*this, "head", c.width, c.vocab) {}
   TransformerConfig config;
@@ -96,22 +86,12 @@ struct CharTransformer : Module {
   Linear head;
 };
 
-// Causal self-attention on [B, T, d]: heads split to [B, H, T, d/H], scaled scores, causal softmax.
-inline Tensor attend(const Attention& a, const Tensor& x, std::int64_t heads) {
-  const std::int64_t head_width = x.type().shape.back() / heads;
-  const Tensor q = split_heads(a.q(x), heads);
-  const Tensor k = split_heads(a.k(x), heads);
-  const Tensor v = split_heads(a.v(x), heads);
-  const Tensor scores = matmul(q, swap_axes(k, -1, -2)) * (1.0f / std::sqrt(static_cast<float>(head_width)));
-  return a.proj(merge_heads(matmul(softmax_causal(scores), v)));
-}
-
 // Logits [B, T, vocab] for tokens [B, T] (i32).
 inline Tensor transformer_logits(const CharTransformer& m, const Inputs& in) {
   Tensor h = m.tokens(in.at("tokens")) + m.positions;
   for (const Block& b : m.blocks) {
     const auto block = [&](const Tensor& x) {
-      const Tensor y = x + attend(b.attn, b.ln1(x), m.config.heads);
+      const Tensor y = x + b.attn(b.ln1(x));
       return y + b.out(gelu(b.fc(b.ln2(y))));
     };
     h = m.config.checkpoint_blocks ? checkpoint(block, h) : block(h);

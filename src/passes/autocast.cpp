@@ -17,10 +17,11 @@ namespace tg {
 
 AutocastClass autocast_class(OpId op) {
   // torch.autocast's CUDA lists are the guide: its lower-precision list holds the matrix products
-  // (mm, bmm, linear, conv*), its f32 list the reductions, softmaxes, norms, losses and the
+  // (mm, bmm, linear, conv*) and scaled_dot_product_attention (attention computes its softmax in
+  // f32 whatever its storage dtype), its f32 list the reductions, softmaxes, norms, losses and the
   // exp/log family. layer_norm and rms_norm are composites here (mean, rsqrt, ...), kept in f32
   // through their parts.
-  if (op == op::Matmul || op == op::Conv2d) return AutocastClass::lower;
+  if (op == op::Matmul || op == op::Conv2d || op == op::Attention) return AutocastClass::lower;
   if (op == op::Sum || op == op::Mean || op == op::Max || op == op::Min || op == op::Softmax || op == op::LogSoftmax ||
       op == op::SoftmaxCausal || op == op::NllLoss || op == op::CrossEntropy || op == op::Exp || op == op::Log ||
       op == op::Rsqrt) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tensorgrad/ir/error.h"
+#include "tensorgrad/ir/ops/attention.h"
 
 namespace tg {
 
@@ -156,6 +157,55 @@ Tensor Conv2d::operator()(const Tensor &x, CallSite loc) const {
   Tensor y = conv2d(x, W.tensor(), conv_, loc);
   if (b) y = add(y, reshape(b->tensor(), {1, out_channels(), 1, 1}, loc), loc);
   return y;
+}
+
+// ---- MultiHeadAttention ----
+
+namespace {
+
+LinearOptions projection_options(const MultiHeadAttentionOptions &options) {
+  return {.bias = options.bias, .init = options.init, .decay = options.decay};
+}
+
+}  // namespace
+
+MultiHeadAttention::MultiHeadAttention(Module &parent, std::string name, std::int64_t width, std::int64_t heads,
+                                       MultiHeadAttentionOptions options)
+    : Module(parent, std::move(name)),
+      q(*this, "q", width, width, projection_options(options)),
+      k(*this, "k", width, width, projection_options(options)),
+      v(*this, "v", width, width, projection_options(options)),
+      proj(*this, "proj", width, width, projection_options(options)),
+      heads_(heads),
+      causal_(options.causal) {
+  require_positive("MultiHeadAttention", *this, "width", width);
+  require_positive("MultiHeadAttention", *this, "heads", heads);
+  if (width % heads != 0) {
+    throw Error(layer_label("MultiHeadAttention", *this) + ": width " + std::to_string(width) +
+                " must be a multiple of heads " + std::to_string(heads));
+  }
+}
+
+Tensor MultiHeadAttention::operator()(const Tensor &x, CallSite loc) const { return (*this)(x, x, loc); }
+
+Tensor MultiHeadAttention::operator()(const Tensor &x, const Tensor &context, CallSite loc) const {
+  const std::int64_t w = width();
+  for (const Tensor *input : {&x, &context}) {
+    if (input->rank() < 2 || input->dim(-1) != w) {
+      refuse("MultiHeadAttention", *this, types_of(*input, {&q.W, &k.W, &v.W, &proj.W}),
+             "the input must be [..., T, " + std::to_string(w) + "] (width " + std::to_string(w) + ")", loc);
+    }
+  }
+  if (causal_ && x.dim(-2) != context.dim(-2)) {
+    refuse("MultiHeadAttention", *this, {x.type(), context.type()},
+           "causal attention needs as many queries as keys, got " + std::to_string(x.dim(-2)) + " and " +
+               std::to_string(context.dim(-2)),
+           loc);
+  }
+  const Tensor heads_q = split_heads(q(x, loc), heads_, loc);
+  const Tensor heads_k = split_heads(k(context, loc), heads_, loc);
+  const Tensor heads_v = split_heads(v(context, loc), heads_, loc);
+  return proj(merge_heads(attention(heads_q, heads_k, heads_v, {.causal = causal_}, loc), loc), loc);
 }
 
 }  // namespace tg

@@ -1,5 +1,5 @@
 #pragma once
-// The built-in layers: Linear, LayerNorm, RMSNorm, Embedding, Conv2d. Each is a Module holding its
+// The built-in layers: Linear, LayerNorm, RMSNorm, Embedding, Conv2d, MultiHeadAttention. Each is a Module holding its
 // params and a const call operator (the seed's .fwd) that traces its forward; call it inside a
 // ParamBinding of the model. Each call takes the user's call site as a defaulted last argument: a
 // wrong input throws tg::ShapeError naming the layer (kind and dotted name), the input and weight
@@ -122,6 +122,36 @@ class Conv2d : public Module {
 
  private:
   Conv2dOptions conv_;
+};
+
+struct MultiHeadAttentionOptions {
+  bool causal = false;            // query i sees keys j <= i (self-attention only)
+  bool bias = true;               // of the four projections
+  InitSpec init = init::randn();  // of the projections' W
+  std::optional<bool> decay;      // of the projections' W
+};
+
+// Multi-head scaled dot-product attention: q, k and v projections [width, width], the heads split
+// from the last axis ([..., T, width] -> [..., heads, T, width / heads]), tg::attention (the fused op,
+// scale 1/sqrt(width / heads)), the heads merged back and the output projection.
+class MultiHeadAttention : public Module {
+ public:
+  MultiHeadAttention(Module& parent, std::string name, std::int64_t width, std::int64_t heads,
+                     MultiHeadAttentionOptions options = {});
+  // Self-attention: x [..., T, width] -> [..., T, width].
+  Tensor operator()(const Tensor& x, TG_CALL_SITE) const;
+  // Attention of x [..., Tq, width] over context [..., Tk, width] (not causal unless Tq == Tk).
+  Tensor operator()(const Tensor& x, const Tensor& context, TG_CALL_SITE) const;
+
+  std::int64_t width() const { return proj.out_features(); }
+  std::int64_t heads() const { return heads_; }
+  bool causal() const { return causal_; }
+
+  Linear q, k, v, proj;
+
+ private:
+  std::int64_t heads_;
+  bool causal_;
 };
 
 }  // namespace tg
