@@ -76,10 +76,10 @@ struct GridPaths {
     for (std::size_t i = 0; i < detail::k_embedded_shader_count; ++i) {
       const std::string name = detail::k_embedded_shaders[i].name;
       if (name == "add") continue;  // the tests' probe shader (c = a + b): no kernel launches it
-      // The matrix-unit matmul runs as the pipelines made from its module (vk/spirv_coopmat.h).
+      // The matrix-unit kernels run as the pipelines made from their modules (vk/spirv_coopmat.h).
+      const bool coopmat = name == "matmul_coopmat" || name == "attention_coopmat";
       const std::vector<std::string> launched =
-          name == "matmul_coopmat" ? std::vector<std::string>{"matmul_coopmat_f16", "matmul_coopmat_bf16"}
-                                   : std::vector<std::string>{name};
+          coopmat ? std::vector<std::string>{name + "_f16", name + "_bf16"} : std::vector<std::string>{name};
       for (const std::string& shader : launched) {
         by_shader[shader] = {std::make_unique<LaunchPath>("vulkan", "grid." + shader, "one_pass"),
                              std::make_unique<LaunchPath>("vulkan", "grid." + shader, "grid_stride")};

@@ -227,10 +227,17 @@ std::vector<std::uint32_t> nv_coopmat_to_khr(std::span<const std::uint32_t> spir
 
 std::optional<std::vector<std::uint32_t>> derived_shader_spirv(std::string_view name) {
   std::optional<CoopmatElement> element;
-  if (name == "matmul_coopmat_f16") element = CoopmatElement::f16;
-  if (name == "matmul_coopmat_bf16") element = CoopmatElement::bf16;
+  std::string_view base;
+  for (std::string_view shader : {"matmul_coopmat", "attention_coopmat"}) {
+    if (name.size() > shader.size() && name.substr(0, shader.size()) == shader) {
+      base = shader;
+      const std::string_view suffix = name.substr(shader.size());
+      if (suffix == "_f16") element = CoopmatElement::f16;
+      if (suffix == "_bf16") element = CoopmatElement::bf16;
+    }
+  }
   if (!element) return std::nullopt;
-  return nv_coopmat_to_khr(shader_spirv("matmul_coopmat"), *element);
+  return nv_coopmat_to_khr(shader_spirv(base), *element);
 }
 
 }  // namespace tg::vk

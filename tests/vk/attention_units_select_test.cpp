@@ -1,0 +1,121 @@
+// Which kernel runs attention's forward (src/vk/kernels/attention_units.h), planned for a made-up
+// device with matrix units (planning needs no device): 16-bit q, k, v with head_dim and Dv
+// multiples of 16 up to 64 take shaders/attention_coopmat.comp of their type; f32 operands, other
+// widths, mixed dtypes and devices without units keep the portable flash kernel. Also: the shader's
+// module rewrites to SPV_KHR_cooperative_matrix for f16 and bf16.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "support/library.h"
+#include "tensorgrad/ir/ops/attention.h"
+#include "tensorgrad/vk/shaders.h"
+#include "vk/kernels/attention_units.h"
+#include "vk/low_precision_lowering.h"
+#include "vk/program_plan.h"
+#include "vk/spirv_coopmat.h"
+
+namespace tg::vk {
+namespace {
+
+CooperativeMatrixShape unit_shape(MatrixElement ab) {
+  return {.m = 16,
+          .n = 16,
+          .k = 16,
+          .a = ab,
+          .b = ab,
+          .c = MatrixElement::f32,
+          .result = MatrixElement::f32,
+          .subgroup_scope = true};
+}
+
+DeviceInfo device_with_units(bool units) {
+  DeviceInfo d;
+  d.usable = true;
+  d.subgroup_size = 32;
+  d.max_compute_shared_memory_size = 49152;
+  d.max_compute_work_group_invocations = 1024;
+  d.storage_buffer_16bit_access = true;
+  d.max_per_stage_storage_buffers = 32;
+  d.max_storage_buffer_range = std::uint64_t{1} << 32;
+  d.max_memory_allocation_size = std::uint64_t{1} << 34;
+  d.min_storage_buffer_offset_alignment = 64;
+  d.max_compute_work_group_count = {65535, 65535, 65535};
+  if (units) {
+    d.matrix_units.shapes = {unit_shape(MatrixElement::f16), unit_shape(MatrixElement::bf16)};
+    d.matrix_units.bfloat16 = true;
+    d.matrix_units.shader_float16 = true;
+    d.matrix_units.vulkan_memory_model = true;
+  }
+  return d;
+}
+
+// The shader of each attention / attention_lse launch of `traced` on the made-up device.
+std::vector<std::string> attention_shaders(const Graph& traced, bool units) {
+  const DeviceInfo info = device_with_units(units);
+  const Graph lowered = prepare_low_precision(traced, info);
+  const ProgramPlan plan = plan_program(lowered, info, {});
+  std::vector<std::string> shaders;
+  for (std::size_t n = 0; n < plan.launches.size(); ++n) {
+    const OpId op = lowered.nodes()[n].op;
+    if (op_name(op) == "attention" || op_name(op) == "attention_lse") shaders.push_back(plan.launches[n].shader);
+  }
+  return shaders;
+}
+
+Graph one_attention(DType q_dtype, DType kv_dtype, std::int64_t d, std::int64_t dv, bool lse = false) {
+  GraphBuilder b("attention");
+  TracingScope scope(b);
+  const Tensor q = b.input("q", {q_dtype, {2, 3, 70, d}});
+  const Tensor k = b.input("k", {kv_dtype, {2, 3, 70, d}});
+  const Tensor v = b.input("v", {kv_dtype, {2, 3, 70, dv}});
+  b.output("y", lse ? attention_lse(q, k, {.causal = true}) : attention(q, k, v, {.causal = true}));
+  return b.take();
+}
+
+TEST(AttentionUnitsSelect, SixteenBitOperandsOfFittingWidthsTakeTheUnits) {
+  EXPECT_EQ(attention_shaders(one_attention(DType::bf16, DType::bf16, 64, 64), true),
+            std::vector<std::string>{"attention_coopmat_bf16"});
+  EXPECT_EQ(attention_shaders(one_attention(DType::f16, DType::f16, 16, 48), true),
+            std::vector<std::string>{"attention_coopmat_f16"});
+  EXPECT_EQ(attention_shaders(one_attention(DType::bf16, DType::bf16, 32, 80, true), true),
+            std::vector<std::string>{"attention_coopmat_bf16"})
+      << "attention_lse reads no v";
+}
+
+TEST(AttentionUnitsSelect, EverythingElseKeepsThePortableKernel) {
+  const auto portable = [](const Graph& g, bool units = true) {
+    for (const std::string& shader : attention_shaders(g, units)) {
+      EXPECT_EQ(shader.find("coopmat"), std::string::npos) << shader;
+    }
+  };
+  portable(one_attention(DType::f32, DType::f32, 64, 64));           // f32 stays f32 (ieee)
+  portable(one_attention(DType::bf16, DType::bf16, 64, 64), false);  // no units
+  portable(one_attention(DType::bf16, DType::bf16, 80, 64));         // head_dim past 64
+  portable(one_attention(DType::bf16, DType::bf16, 24, 64));         // head_dim not a multiple of 16
+  portable(one_attention(DType::bf16, DType::bf16, 64, 72));         // Dv past 64
+  // q in f32 next to bf16 k, v: the f32 values are not exactly 16-bit.
+  GraphBuilder b("mixed");
+  TracingScope scope(b);
+  const Tensor q = b.input("q", {DType::f32, {2, 8, 16}});
+  const Tensor k = b.input("k", {DType::bf16, {2, 8, 16}});
+  b.output("y", attention(q * 2.0, cast(k, DType::f32), cast(k, DType::f32)));
+  portable(b.take());
+  EXPECT_FALSE(attention_shaders(one_attention(DType::f32, DType::f32, 64, 64), true).empty());
+}
+
+TEST(AttentionUnitsSpirv, TheKernelRewritesToKhrForF16AndBf16) {
+  const std::vector<std::uint32_t> nv(shader_spirv("attention_coopmat").begin(),
+                                      shader_spirv("attention_coopmat").end());
+  for (const char* name : {"attention_coopmat_f16", "attention_coopmat_bf16"}) {
+    const auto khr = derived_shader_spirv(name);
+    ASSERT_TRUE(khr.has_value()) << name;
+    EXPECT_GT(khr->size(), nv.size() / 2) << name;
+  }
+  EXPECT_EQ(*derived_shader_spirv("attention_coopmat_bf16"), nv_coopmat_to_khr(nv, CoopmatElement::bf16));
+  EXPECT_FALSE(derived_shader_spirv("attention_coopmat_f32").has_value());
+}
+
+}  // namespace
+}  // namespace tg::vk
