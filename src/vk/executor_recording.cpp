@@ -10,6 +10,7 @@
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/vk/error.h"
 #include "vk/shader_table.h"
+#include "vk/spirv_coopmat.h"
 
 namespace tg::vk {
 
@@ -77,7 +78,8 @@ struct GridPaths {
       const std::string name = detail::k_embedded_shaders[i].name;
       if (name == "add") continue;  // the tests' probe shader (c = a + b): no kernel launches it
       // The matrix-unit kernels run as the pipelines made from their modules (vk/spirv_coopmat.h).
-      const bool coopmat = name == "matmul_coopmat" || name == "attention_coopmat";
+      const auto modules = coopmat_modules();
+      const bool coopmat = std::find(modules.begin(), modules.end(), name) != modules.end();
       const std::vector<std::string> launched =
           coopmat ? std::vector<std::string>{name + "_f16", name + "_bf16"} : std::vector<std::string>{name};
       for (const std::string& shader : launched) {

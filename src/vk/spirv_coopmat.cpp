@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/vk/shaders.h"
@@ -225,19 +226,22 @@ std::vector<std::uint32_t> nv_coopmat_to_khr(std::span<const std::uint32_t> spir
   return words;
 }
 
+std::span<const std::string_view> coopmat_modules() {
+  static constexpr std::string_view kModules[] = {"matmul_coopmat", "attention_coopmat", "attention_coopmat_grad_q",
+                                                  "attention_coopmat_grad_kv"};
+  return kModules;
+}
+
 std::optional<std::vector<std::uint32_t>> derived_shader_spirv(std::string_view name) {
-  std::optional<CoopmatElement> element;
-  std::string_view base;
-  for (std::string_view shader : {"matmul_coopmat", "attention_coopmat"}) {
-    if (name.size() > shader.size() && name.substr(0, shader.size()) == shader) {
-      base = shader;
-      const std::string_view suffix = name.substr(shader.size());
-      if (suffix == "_f16") element = CoopmatElement::f16;
-      if (suffix == "_bf16") element = CoopmatElement::bf16;
+  for (const auto& [suffix, element] : {std::pair<std::string_view, CoopmatElement>{"_f16", CoopmatElement::f16},
+                                        std::pair<std::string_view, CoopmatElement>{"_bf16", CoopmatElement::bf16}}) {
+    if (name.size() <= suffix.size() || name.substr(name.size() - suffix.size()) != suffix) continue;
+    const std::string_view base = name.substr(0, name.size() - suffix.size());
+    for (std::string_view module : coopmat_modules()) {
+      if (module == base) return nv_coopmat_to_khr(shader_spirv(base), element);
     }
   }
-  if (!element) return std::nullopt;
-  return nv_coopmat_to_khr(shader_spirv(base), *element);
+  return std::nullopt;
 }
 
 }  // namespace tg::vk

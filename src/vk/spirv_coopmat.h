@@ -31,8 +31,13 @@ enum class CoopmatElement : std::uint8_t { f16, bf16 };
 // arithmetic in a bf16 module).
 std::vector<std::uint32_t> nv_coopmat_to_khr(std::span<const std::uint32_t> spirv, CoopmatElement element);
 
+// The embedded shaders written in GL_NV_cooperative_matrix: each runs only as its rewritten
+// pipelines, "<module>_f16" and "<module>_bf16".
+std::span<const std::string_view> coopmat_modules();
+
 // The pipelines made from a rewritten module: "matmul_coopmat_f16" and "matmul_coopmat_bf16" from
-// the embedded "matmul_coopmat", "attention_coopmat_f16" and "_bf16" from "attention_coopmat". nullopt for every other name (an embedded shader as it is).
+// the embedded "matmul_coopmat", and so on for every coopmat_modules() entry. nullopt for every other name (an embedded
+// shader as it is).
 std::optional<std::vector<std::uint32_t>> derived_shader_spirv(std::string_view name);
 
 }  // namespace tg::vk

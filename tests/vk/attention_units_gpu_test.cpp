@@ -2,7 +2,7 @@
 // device that has matrix units: f16 and bf16 q, k, v; attention and attention_lse; causal and not;
 // both sides of the 64-row query tiles and 64-key tiles (T = 1, 63, 64, 65, 200, 1100), Tq != Tk,
 // head_dim and Dv of 16, 32, 48 and 64, batch and head axes, scores of 1e2 magnitude; and the
-// gradient graph (its lse on the units, its backward on the portable kernels). Each case checks
+// gradient graph (lse, dq and [dk | dv] on the units too). Each case checks
 // that the unit path ran. CI's lavapipe has no cooperative matrices: these skip there, saying so.
 #include <gtest/gtest.h>
 
@@ -134,7 +134,10 @@ TEST_F(AttentionUnitsTest, GradientGraphMatchesTheOracle) {
     b.output("y", y);
     b.output("loss", sum(cast(y, DType::f32) * w));
     const Graph g = differentiate(b.take(), {.loss = "loss", .wrt = {"q", "k", "v"}});
-    check(g, c, dtype, std::string("attention_lse/matrix_units_") + (dtype == DType::f16 ? "f16" : "bf16"), 1);
+    const std::string suffix = dtype == DType::f16 ? "f16" : "bf16";
+    for (const char* op : {"attention", "attention_lse", "attention_grad_q", "attention_grad_kv"}) {
+      check(g, c, dtype, std::string(op) + "/matrix_units_" + suffix, 1);
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 // module rewrites to SPV_KHR_cooperative_matrix for f16 and bf16.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -58,8 +59,7 @@ std::vector<std::string> attention_shaders(const Graph& traced, bool units) {
   const ProgramPlan plan = plan_program(lowered, info, {});
   std::vector<std::string> shaders;
   for (std::size_t n = 0; n < plan.launches.size(); ++n) {
-    const OpId op = lowered.nodes()[n].op;
-    if (op_name(op) == "attention" || op_name(op) == "attention_lse") shaders.push_back(plan.launches[n].shader);
+    if (op_family(lowered.nodes()[n].op) == "attention") shaders.push_back(plan.launches[n].shader);
   }
   return shaders;
 }
@@ -82,6 +82,26 @@ TEST(AttentionUnitsSelect, SixteenBitOperandsOfFittingWidthsTakeTheUnits) {
   EXPECT_EQ(attention_shaders(one_attention(DType::bf16, DType::bf16, 32, 80, true), true),
             std::vector<std::string>{"attention_coopmat_bf16"})
       << "attention_lse reads no v";
+}
+
+// The backward's three ops (lse, dq, [dk | dv]) read the same 16-bit values (o and g included: the
+// output and its cotangent are bf16 too), so the whole gradient runs on the units.
+TEST(AttentionUnitsSelect, TheBackwardTakesTheUnitsToo) {
+  GraphBuilder b("grad");
+  TracingScope scope(b);
+  const Tensor q = b.input("q", {DType::bf16, {2, 70, 64}});
+  const Tensor k = b.input("k", {DType::bf16, {2, 70, 64}});
+  const Tensor v = b.input("v", {DType::bf16, {2, 70, 32}});
+  const Tensor w = b.input("w", {DType::f32, {2, 70, 32}});
+  b.output("loss", sum(cast(attention(q, k, v, {.causal = true}), DType::f32) * w));
+  const Graph g = differentiate(b.take(), {.loss = "loss", .wrt = {"q", "k", "v"}});
+  std::vector<std::string> shaders = attention_shaders(g, true);
+  std::sort(shaders.begin(), shaders.end());
+  EXPECT_EQ(shaders, (std::vector<std::string>{"attention_coopmat_bf16", "attention_coopmat_bf16",
+                                               "attention_coopmat_grad_kv_bf16", "attention_coopmat_grad_q_bf16"}));
+  for (const std::string& shader : attention_shaders(g, false)) {
+    EXPECT_EQ(shader.find("coopmat"), std::string::npos) << shader;
+  }
 }
 
 TEST(AttentionUnitsSelect, EverythingElseKeepsThePortableKernel) {
@@ -108,7 +128,9 @@ TEST(AttentionUnitsSelect, EverythingElseKeepsThePortableKernel) {
 TEST(AttentionUnitsSpirv, TheKernelRewritesToKhrForF16AndBf16) {
   const std::vector<std::uint32_t> nv(shader_spirv("attention_coopmat").begin(),
                                       shader_spirv("attention_coopmat").end());
-  for (const char* name : {"attention_coopmat_f16", "attention_coopmat_bf16"}) {
+  for (const char* name :
+       {"attention_coopmat_f16", "attention_coopmat_bf16", "attention_coopmat_grad_q_f16",
+        "attention_coopmat_grad_q_bf16", "attention_coopmat_grad_kv_f16", "attention_coopmat_grad_kv_bf16"}) {
     const auto khr = derived_shader_spirv(name);
     ASSERT_TRUE(khr.has_value()) << name;
     EXPECT_GT(khr->size(), nv.size() / 2) << name;
