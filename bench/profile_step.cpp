@@ -6,7 +6,8 @@
 // then the time per op kind, largest first, and with --dispatches every dispatch in order. Inputs
 // are placeholders of the right types (the params from the init, zeros elsewhere): the kernels'
 // timing does not depend on the values.
-//   tg_profile_step [--dispatches] [W1|W2|W2_small|W6]...  (default: W1, W2_small, W2; --help lists them)
+//   tg_profile_step [--dispatches] [W1|W2|W2_small|W6|W2_bf16|W6_bf16]...  (default: W1, W2_small, W2;
+//   --help lists them; _bf16: the step under bf16 autocast, PrecisionPolicy{.compute = bf16})
 // W6 (GPT-2-small size) at batch TG_W6_BATCH (default 8): a GPU with ~12 GiB free.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -140,7 +141,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Where one training step's device time goes, by op kind (Vulkan timestamps)", "tg_profile_step"};
   app.add_flag("--dispatches", list_dispatches, "also list every dispatch in order (default: off)");
   app.add_option("workloads", which, "the workloads to profile, W6 at batch TG_W6_BATCH (default: W1 W2_small W2)")
-      ->check(CLI::IsMember({"W1", "W2", "W2_small", "W6"}));
+      ->check(CLI::IsMember({"W1", "W2", "W2_small", "W6", "W2_bf16", "W6_bf16"}));
   CLI11_PARSE(app, argc, argv);
   if (which.empty()) which = {"W1", "W2_small", "W2"};
   const auto ctx = vk::Context::create();
@@ -168,14 +169,16 @@ int main(int argc, char** argv) {
                                                        .lr = 5e-3,
                                                        .seed = 1});
       profile(w, t.graph(), t.download_param_tensors(), ctx, list_dispatches);
-    } else if (w == "W2" || w == "W2_small" || w == "W6") {
+    } else if (w == "W2" || w == "W2_small" || w == "W6" || w == "W2_bf16" || w == "W6_bf16") {
       const bool small = w == "W2_small";
+      const bool bf16 = w.ends_with("_bf16");
+      const bool w6 = w.starts_with("W6");
       const char* w6_batch = std::getenv("TG_W6_BATCH");
       const examples::TransformerConfig config =
-          w == "W6" ? examples::kW6Config
-          : small   ? examples::TransformerConfig{.vocab = 65, .context = 16, .width = 32, .layers = 2, .heads = 4}
-                    : examples::TransformerConfig{};
-      const std::int64_t batch = w == "W6" ? (w6_batch ? std::atoll(w6_batch) : 8) : small ? 4 : 32;
+          w6      ? examples::kW6Config
+          : small ? examples::TransformerConfig{.vocab = 65, .context = 16, .width = 32, .layers = 2, .heads = 4}
+                  : examples::TransformerConfig{};
+      const std::int64_t batch = w6 ? (w6_batch ? std::atoll(w6_batch) : 8) : small ? 4 : 32;
       examples::CharTransformer model(config);
       Training t = compile(
           TrainingSpec<examples::CharTransformer>{.model = model,
@@ -184,7 +187,8 @@ int main(int argc, char** argv) {
                                                              {"targets", {{batch, config.context}, DType::i32}}},
                                                   .optimizer = {.kind = AdamWConfig{}},
                                                   .lr = 1e-3,
-                                                  .seed = 1});
+                                                  .seed = 1,
+                                                  .precision = {.compute = bf16 ? DType::bf16 : DType::f32}});
       profile(w, t.graph(), t.download_param_tensors(), ctx, list_dispatches);
     }
   }

@@ -79,7 +79,7 @@ using InputSpecs = std::map<std::string, InputSpec, std::less<>>;
 using ParamValues = std::map<std::string, std::vector<float>, std::less<>>;
 
 // Mixed precision (docs/training.md, "2026-11-28: mixed precision"). compute f16 or bf16: the step
-// graph is the traced loss graph rewritten by tg::autocast (matmul and conv2d in `compute`,
+// graph is the traced loss graph rewritten by tg::autocast (matmul, conv2d and attention in `compute`,
 // reductions, softmaxes and losses in f32, the rest following its inputs); params, gradients and
 // optimizer state stay f32. f32 (the default) leaves the graph as traced, bit for bit.
 struct PrecisionPolicy {
