@@ -28,10 +28,14 @@
 #      reports in <out-dir>/ckpt_json.tar.gz and ckpt_report.py's tables in <out-dir>/ckpt.md.
 #      Bounded by TG_CKPT_SECONDS (default 520) like `w6`; the whole mode took 105 s on an H200
 #      (2026-11-25), so TG_W6_STEPS can go higher.
-# Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir> [all|train|w6|large|vk|ckpt|mixed|curve|units]
+#  10. (`attention`) fused attention: W2 and W6 (batch TG_W6_BATCH, default 8) fp32 and bf16 on
+#      Vulkan next to PyTorch with the mirror's attention and with scaled_dot_product_attention
+#      (eager, CUDA graph, torch.compile), the largest W6 batch each side fits, attention.md
+#      (bench/attention_report.py). Bounded by TG_ATTENTION_SECONDS (default 550).
+# Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir> [all|train|w6|large|vk|ckpt|mixed|curve|units|attention]
 # The build dir must hold tests/tg_vk_tests and bench/tg_vk_{workloads,ops}_bench (Release), and
 # bench/libbenchmark.so.1debian when the machine lacks Google Benchmark; for `w6`,
-# bench/tg_train_bench and bench/tg_w6_capacity (and the libbenchmark copy); for `ckpt`,
+# bench/tg_train_bench and bench/tg_w6_capacity (and the libbenchmark copy), the same for `attention`; for `ckpt`,
 # bench/tg_train_bench, bench/tg_interp_parallel_bench and bench/libbenchmark.so.1debian only.
 set -uo pipefail
 build=${1:?build dir}
@@ -213,6 +217,83 @@ if [ "$what" = mixed ]; then
     --ours train/interp_f32 | tee -a "$out/mixed.md"
   (cd "$out" && tar czf mixed_json.tar.gz mixed_*.json && rm -f mixed_*.json)
   echo "mixed: $SECONDS s"
+  exit 0
+fi
+
+if [ "$what" = attention ]; then
+  # Fused attention, both sides, one call: tg_train_bench's train/vulkan/W2, W2_bf16, W6, W6_bf16
+  # (tg::attention inside examples/models.h's MultiHeadAttention) next to pytorch_train.py's
+  # mirror (matmul, -inf mask, softmax) and --sdpa (scaled_dot_product_attention), eager and CUDA
+  # graph, fp32 and bf16 autocast; the largest W6 batch of tg_w6_capacity (fp32; bf16 too when its
+  # --help lists --precision) and of pytorch_train.py --w6-capacity --sdpa eager (fp32, bf16);
+  # then torch.compile (--sdpa first, the mirror after, as long as time is left; each report keeps
+  # the workloads that finished). bench/attention_report.py's tables in <out-dir>/attention.md, the
+  # whole console in attention_log.txt, the JSON in attention_json.tar.gz. Bounded by
+  # TG_ATTENTION_SECONDS (default 550); TG_ATTENTION_PARTS (default "train capacity compile") picks
+  # the parts, e.g. TG_ATTENTION_PARTS=compile for a second call if the first ran out of time.
+  export TG_W6_BATCH=${TG_W6_BATCH:-8} TG_W6_STEPS=${TG_W6_STEPS:-5} PYTHONUNBUFFERED=1
+  exec > >(tee -a "$out/attention_log.txt") 2>&1
+  tee_pid=$!
+  parts=" ${TG_ATTENTION_PARTS:-train capacity compile} "
+  deadline=$((SECONDS + ${TG_ATTENTION_SECONDS:-550}))
+  # left CAP [RESERVE]: seconds for the next command: at most CAP, leaving RESERVE for what follows.
+  left() { local l=$((deadline - SECONDS - ${2:-0})); ((l > $1)) && l=$1; ((l < 5)) && l=5; echo $l; }
+  # bounded SECONDS COMMAND...: the command under timeout, its exit status said when not 0.
+  bounded() {
+    local t=$1 rc
+    shift
+    timeout "$t" "$@"
+    rc=$?
+    if ((rc == 124)); then echo "  (stopped at its limit of $t s)"; elif ((rc)); then echo "  (exit status $rc)"; fi
+    return 0
+  }
+  # A capacity search of T seconds may start tries for T - 30 (the last one's time to finish), 1 at least.
+  budget() { local b=$(($1 - 30)); ((b < 1)) && b=1; echo $b; }
+  B="$build/bench/tg_train_bench"
+  T="python3 bench/pytorch_train.py --device cuda --workloads W2 --w6"
+  C="python3 bench/pytorch_train.py --device cuda --w6-capacity --modes eager --sdpa --capacity-steps 2"
+  if [[ $parts == *" train "* ]]; then
+    echo "== W2 f32/bf16: Vulkan (fused attention)"
+    bounded "$(left 90 430)" "$B" '--benchmark_filter=^train/vulkan/W2(_bf16)?/' --benchmark_out="$out/attn_vk_w2.json" $J
+    echo "== W6 f32/bf16 at batch $TG_W6_BATCH, $TG_W6_STEPS steps: Vulkan (fused attention)"
+    TG_BENCH_W6=1 bounded "$(left 150 350)" "$B" '--benchmark_filter=^train/vulkan/W6(_bf16)?/' \
+      --benchmark_out="$out/attn_vk_w6.json" $J
+    echo "== PyTorch CUDA eager and graph: the mirror's attention, then SDPA; fp32, then bf16 autocast"
+    bounded "$(left 60 320)" $T --out "$out/attn_torch_f32.json"
+    bounded "$(left 60 290)" $T --sdpa --out "$out/attn_torch_f32_sdpa.json"
+    bounded "$(left 60 260)" $T --autocast bf16 --out "$out/attn_torch_bf16.json"
+    bounded "$(left 60 230)" $T --autocast bf16 --sdpa --out "$out/attn_torch_bf16_sdpa.json"
+  fi
+  if [[ $parts == *" capacity "* ]]; then
+    echo "== the largest W6 batch: Vulkan fp32"
+    t=$(left 80 200)
+    bounded "$t" "$build/bench/tg_w6_capacity" --steps 2 --budget-s "$(budget "$t")" \
+      --out "$out/attn_capacity_vk_f32.jsonl" | grep -v '^B '
+    if "$build/bench/tg_w6_capacity" --help 2>&1 | grep -q -- --precision; then
+      echo "== the largest W6 batch: Vulkan bf16"
+      t=$(left 80 180)
+      bounded "$t" "$build/bench/tg_w6_capacity" --precision bf16 --steps 2 --budget-s "$(budget "$t")" \
+        --out "$out/attn_capacity_vk_bf16.jsonl" | grep -v '^B '
+    fi
+    echo "== the largest W6 batch: PyTorch eager with SDPA, fp32 and bf16 autocast"
+    t=$(left 75 160)
+    bounded "$t" $C --capacity-budget-s "$(budget "$t")" --out "$out/attn_capacity_torch_f32_sdpa.jsonl"
+    t=$(left 75 120)
+    bounded "$t" $C --autocast bf16 --capacity-budget-s "$(budget "$t")" --out "$out/attn_capacity_torch_bf16_sdpa.jsonl"
+  fi
+  if [[ $parts == *" compile "* ]]; then
+    echo "== PyTorch torch.compile (default mode; compile time apart): SDPA, then the mirror's attention"
+    bounded "$(left 150 110)" $T --modes compile --sdpa --out "$out/attn_torch_compile_f32_sdpa.json"
+    bounded "$(left 150 60)" $T --modes compile --autocast bf16 --sdpa --out "$out/attn_torch_compile_bf16_sdpa.json"
+    bounded "$(left 150 35)" $T --modes compile --out "$out/attn_torch_compile_f32.json"
+    bounded "$(left 150 10)" $T --modes compile --autocast bf16 --out "$out/attn_torch_compile_bf16.json"
+  fi
+  python3 bench/attention_report.py --dir "$out" | tee "$out/attention.md"
+  # The device tool brings back 8 files at most: the JSON reports travel as one archive.
+  (cd "$out" && tar czf attention_json.tar.gz attn_* && rm -f attn_*)
+  echo "attention: $SECONDS s"
+  exec >&- 2>&-
+  wait "$tee_pid"  # the log is whole before the call returns
   exit 0
 fi
 

@@ -19,6 +19,14 @@ one the parity goldens prove equal to tensorgrad's step, so both sides time the 
             the block's activations are recomputed in the backward instead of kept
   <name>_bf16, <name>_f16  (--autocast bf16|f16) the same step with the forward and loss under
             torch.autocast(dtype) and fp32 params and optimizer state; f16 adds GradScaler (eager only)
+  <name>_sdpa  (--sdpa; after the other suffixes: W6_sdpa, W6_bf16_sdpa, W2_ckpt_sdpa) the same step
+            with each head's attention computed by torch.nn.functional.scaled_dot_product_attention(q,
+            k, v, is_causal=True, scale=the mirror's float32 scale) instead of the mirror's matmul,
+            -inf mask and softmax: the same math, in PyTorch's fused kernels (flash or memory-efficient,
+            as PyTorch picks them), as tensorgrad's fused tg::attention is. Needs PyTorch 2.1 or later
+            (the scale argument); older ones stop with a message. Every _sdpa entry also reports
+            "sdpa_vs_mirror": |loss(SDPA) - loss(mirror)| / |loss(mirror)| of one untimed forward from
+            the same params and batch (0 up to rounding; in fp32 above 1e-3 fails the workload)
 One step = copy the batch into the step's input tensors (as Training::step uploads it), zero the
 gradients, forward, backward, optimizer step. Modes:
   eager  the step as Python runs it (--device cpu or cuda; optimizers with PyTorch's default
@@ -27,6 +35,12 @@ gradients, forward, backward, optimizer step. Modes:
          capture recipe (warm-up on a side stream, zero_grad(set_to_none=True), capture forward,
          backward and optimizer.step() with capturable=True; each step copies the batch into the
          static inputs and replays)
+  compile  (only when --modes names it; PyTorch 2.0 or later) the forward and loss (autocast region
+         included) under torch.compile in its default mode, so Inductor compiles the forward and,
+         through AOTAutograd, the backward; the optimizer step stays eager (the device's default
+         implementation, as in eager mode), the usual way to compile a training step. The first step
+         compiles; its wall time is reported as the counter "compile_s" (untimed, like the --warmup
+         steps after it). Dynamo's caches are reset before each workload, so each compiles afresh
 The report is in Google Benchmark's JSON format, names torch_<device>_<mode>/<workload>, real_time
 the median wall time of one step in microseconds (perf_counter; W2: the median over timed blocks of
 --block steps, divided by the block), counters "steps/s" and "loss" (the last), on CUDA also
@@ -54,7 +68,10 @@ unusable. It writes one JSON object per try and one summary per mode, a line eac
   {"side": "torch_cuda_graph", "batch": 64, "ok": false, "error_type": "OutOfMemoryError", "error": ...}
   {"side": "torch_cuda_eager", "summary": true, "largest_ok_batch": 40, "smallest_failed_batch": 41,
    "stopped": "bisected"}
---capacity-budget-s (per mode, default 90): no new try starts after it.
+--capacity-budget-s (per mode, default 90): no new try starts after it. With --autocast and --sdpa the
+tries run W6_bf16, W6_sdpa, W6_bf16_sdpa: every line then names it ("workload"; W6 otherwise), the
+side stays torch_cuda_<mode>. Capacity runs the eager and graph modes only.
+The timed report is rewritten after each workload, so a run cut short keeps what it had.
 """
 import argparse
 import gc
@@ -108,30 +125,80 @@ def checkpointed(spec):
 
 
 def base_name(name):
-    """W2_ckpt -> W2, W2_bf16 -> W2: a checkpointed or autocast workload takes its base's repeats."""
-    for suffix in ("_bf16", "_f16", "_ckpt"):
+    """W2_ckpt -> W2, W2_bf16_sdpa -> W2: a checkpointed, autocast or SDPA workload takes its base's repeats."""
+    for suffix in ("_sdpa", "_bf16", "_f16", "_ckpt"):
         if name.endswith(suffix):
             name = name[:-len(suffix)]
     return name
 
 
-def checkpointed_transformer_loss(P, batch, cfg, mask):
-    """models.transformer_loss with each block's forward under torch.utils.checkpoint (non-reentrant,
-    the form PyTorch recommends; use_reentrant exists since 1.11), the blocks written as
-    models.transformer_logits writes them."""
-    scale = models.attention_scale(cfg)
+def sdpa_missing():
+    """None when this PyTorch has scaled_dot_product_attention with a scale argument (2.1 and later),
+    else why not."""
+    if not hasattr(F, "scaled_dot_product_attention"):
+        return (f"--sdpa needs torch.nn.functional.scaled_dot_product_attention (PyTorch 2.1 or later); "
+                f"this is torch {torch.__version__}")
+    major, minor = (int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
+    if (major, minor) < (2, 1):
+        return (f"--sdpa needs scaled_dot_product_attention's scale argument (PyTorch 2.1 or later); "
+                f"this is torch {torch.__version__}")
+    return None
+
+
+def sdpa_attend(P, name, x, heads, scale, mask=None):
+    """models.attend with the heads' attention fused: scaled_dot_product_attention(q, k, v,
+    is_causal=True) is softmax(q k^T * scale with -inf above the diagonal) v, the mirror's
+    computation (whose mask is the same upper triangle, so `mask` is not needed)."""
+    B, T, d = x.shape
+
+    def split_heads(t):  # [B, T, H*hd] -> [B, H, T, hd], as models.attend splits them
+        return t.reshape(B, T, heads, d // heads).transpose(1, 2)
+
+    q, k, v = [split_heads(models.linear(P, f"{name}.{part}", x)) for part in ("q", "k", "v")]
+    o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+    return models.linear(P, name + ".proj", o.transpose(1, 2).reshape(B, T, d))
+
+
+def blockwise_transformer_loss(P, batch, cfg, mask, attend, checkpoint, scale):
+    """models.transformer_loss with the blocks written out as models.transformer_logits writes them,
+    so that the attention (`attend`: models.attend or sdpa_attend) can be swapped and each block's
+    forward can run under torch.utils.checkpoint (non-reentrant, the form PyTorch recommends;
+    use_reentrant exists since 1.11). `scale` is models.attention_scale(cfg), computed by the caller:
+    its float32 rounding (struct.pack) inside a torch.compile region would break the graph."""
     h = F.embedding(batch["tokens"], P["tokens.W"]) + P["positions"]
     for i in range(cfg["layers"]):
         p = f"blocks.{i}."
 
         def block(x, p=p):
-            y = x + models.attend(P, p + "attn", models.layer_norm(P, p + "ln1", x), cfg["heads"], scale, mask)
+            y = x + attend(P, p + "attn", models.layer_norm(P, p + "ln1", x), cfg["heads"], scale, mask)
             return y + models.linear(P, p + "out", F.gelu(models.linear(P, p + "fc", models.layer_norm(P, p + "ln2", y)),
                                                          approximate="tanh"))
 
-        h = torch.utils.checkpoint.checkpoint(block, h, use_reentrant=False)
+        h = torch.utils.checkpoint.checkpoint(block, h, use_reentrant=False) if checkpoint else block(h)
     logits = models.linear(P, "head", models.layer_norm(P, "ln", h))
     return F.cross_entropy(logits.reshape(-1, cfg["vocab"]), batch["targets"].reshape(-1).long())
+
+
+def transformer_loss_of(spec, compiled=False):
+    """The loss function (P, batch, cfg, mask) of a transformer spec: the mirror's own unless
+    --checkpoint, --sdpa or torch.compile (`compiled`) needs the blocks written out."""
+    if not spec.get("checkpoint") and not spec.get("sdpa") and not compiled:
+        return models.transformer_loss
+    attend = sdpa_attend if spec.get("sdpa") else models.attend
+    checkpoint, scale = bool(spec.get("checkpoint")), models.attention_scale(spec["model"])
+    return lambda P, batch, cfg, mask: blockwise_transformer_loss(P, batch, cfg, mask, attend, checkpoint, scale)
+
+
+def variant(spec, autocast=None, sdpa=False):
+    """(spec, name suffix): `spec` under --autocast (a name: bf16, f16) and --sdpa."""
+    suffix = ""
+    if autocast:
+        spec = dict(spec, autocast={"bf16": torch.bfloat16, "f16": torch.float16}[autocast])
+        suffix += "_" + autocast
+    if sdpa:
+        spec = dict(spec, sdpa=True)
+        suffix += "_sdpa"
+    return spec, suffix
 
 
 def default_w6_batch():
@@ -178,11 +245,20 @@ class Step:
             stream = torch.randint(0, cfg["vocab"], (B, T + 1), generator=rng.gen)
             host = {"tokens": stream[:, :T].contiguous(), "targets": stream[:, 1:].contiguous()}
             mask = models.causal_mask(T, device)
-            loss = checkpointed_transformer_loss if spec.get("checkpoint") else models.transformer_loss
+            loss = transformer_loss_of(spec, compiled=mode == "compile")
             self.loss_fn = lambda batch: loss(self.params, batch, cfg, mask)
+            # The mirror's loss on the same params, to check an SDPA step against (sdpa_vs_mirror).
+            self.mirror_loss_fn = lambda batch: models.transformer_loss(self.params, batch, cfg, mask)
         self.host = {k: v.pin_memory() if device == "cuda" else v for k, v in host.items()}
         self.static = {k: torch.empty_like(v, device=device) for k, v in host.items()}
         self.graph = None
+        self.compiled = None
+        if mode == "compile":
+            # A fresh Dynamo state per workload: no guard failures against the previous workload's
+            # params, no recompile limit reached, no shapes marked dynamic because an earlier
+            # workload's differed.
+            torch._dynamo.reset()
+            self.compiled = torch.compile(self.eager_forward_loss)
         if mode == "graph":
             self.capture()
 
@@ -191,11 +267,25 @@ class Step:
         for k, v in self.host.items():
             self.static[k].copy_(v, non_blocking=True)
 
-    def forward_loss(self):
+    def eager_forward_loss(self, loss_fn=None):
+        loss_fn = loss_fn or self.loss_fn
         if self.autocast is None:
-            return self.loss_fn(self.static)
+            return loss_fn(self.static)
         with torch.autocast(device_type=self.device, dtype=self.autocast):
-            return self.loss_fn(self.static)
+            return loss_fn(self.static)
+
+    def forward_loss(self):
+        return self.compiled() if self.compiled is not None else self.eager_forward_loss()
+
+    def sdpa_vs_mirror(self):
+        """|loss - mirror's loss| / |mirror's loss| of one forward from the current params and the
+        batch, without gradients (the step's loss function run eagerly, which a compiled step traces:
+        compiling it without gradients would compile another graph)."""
+        self.copy_batch()
+        with torch.no_grad():
+            ours = self.eager_forward_loss().float().item()
+            mirror = self.eager_forward_loss(self.mirror_loss_fn).float().item()
+        return abs(ours - mirror) / abs(mirror)
 
     def eager(self):
         self.copy_batch()
@@ -246,6 +336,11 @@ def time_workload(name, spec, device, mode, warmup, repeats, block, log):
     if device == "cuda":
         free_cuda_memory()
     step = Step(spec, device, mode)
+    compile_s = None
+    if mode == "compile":  # the first step compiles the forward and the backward: timed apart
+        start = time.perf_counter()
+        step().item()
+        compile_s = time.perf_counter() - start
     for _ in range(warmup):
         step()
     if device == "cuda":
@@ -274,13 +369,24 @@ def time_workload(name, spec, device, mode, warmup, repeats, block, log):
     if spec["kind"] == "w2":
         entry["batch"] = spec["model"]["batch"]
         entry["checkpoint"] = bool(spec.get("checkpoint"))
+        entry["sdpa"] = bool(spec.get("sdpa"))
     memory = ""
     if device == "cuda":
         entry["peak_bytes"] = torch.cuda.max_memory_allocated()
         entry["reserved_bytes"] = torch.cuda.max_memory_reserved()
         memory = f"  peak {entry['peak_bytes'] / 2**30:.2f} GiB"
-    print(f"{full:<32} {median * 1e6:>12.1f} us/step {1.0 / median:>10.1f} steps/s  loss {loss:.4f}{memory}",
+    extra = ""
+    if compile_s is not None:
+        entry["compile_s"] = compile_s
+        extra += f"  compile {compile_s:.1f} s"
+    if spec.get("sdpa"):  # after the peak is read: the check's forward must not count in it
+        entry["sdpa_vs_mirror"] = step.sdpa_vs_mirror()
+        extra += f"  sdpa_vs_mirror {entry['sdpa_vs_mirror']:.1e}"
+    print(f"{full:<32} {median * 1e6:>12.1f} us/step {1.0 / median:>10.1f} steps/s  loss {loss:.4f}{memory}{extra}",
           file=log, flush=True)
+    if spec.get("sdpa") and spec.get("autocast") is None and not entry["sdpa_vs_mirror"] <= 1e-3:
+        raise RuntimeError(f"{full}: the SDPA loss is {entry['sdpa_vs_mirror']:.2e} (relative) away from the "
+                           "mirror's masked softmax in fp32")
     return entry
 
 
@@ -296,15 +402,17 @@ def failed_entry(name, device, mode, error):
 
 # ---- --w6-capacity: the largest W6 batch each mode fits ----
 
-def capacity_try(mode, batch, steps, tiny, device="cuda"):
+def capacity_try(mode, batch, steps, tiny, device="cuda", autocast=None, sdpa=False):
     """One W6 try at `batch` in this process: a dict for the report (ok, or the error). The CPU
-    (eager) only checks the code path: nothing limits its memory but the machine's."""
-    out = {"side": f"torch_{device}_{mode}", "batch": batch}
+    (eager) only checks the code path: nothing limits its memory but the machine's. `autocast` (bf16,
+    f16 or None) and `sdpa` as --autocast and --sdpa."""
+    spec, suffix = variant(w6_spec(batch, tiny), autocast, sdpa)
+    out = {"side": f"torch_{device}_{mode}", "workload": ("W6_tiny" if tiny else "W6") + suffix, "batch": batch}
     cuda = device == "cuda"
     if cuda:
         free_cuda_memory()
     try:
-        step = Step(w6_spec(batch, tiny), device, mode)  # graph: warms up and captures
+        step = Step(spec, device, mode)  # graph: warms up and captures
         step().item()  # the first step (eager: creates the optimizer state), untimed
         times, loss = [], float("nan")
         for _ in range(steps):
@@ -323,11 +431,13 @@ def capacity_try(mode, batch, steps, tiny, device="cuda"):
     return out
 
 
-def capacity_try_isolated(mode, batch, steps, tiny, timeout_s, device="cuda"):
+def capacity_try_isolated(mode, batch, steps, tiny, timeout_s, device="cuda", autocast=None, sdpa=False):
     """capacity_try in a child process of this script (a failed capture cannot touch the next try)."""
     command = [sys.executable, os.path.abspath(__file__), "--w6-try", str(batch), "--modes", mode, "--device", device,
                "--capacity-steps", str(steps)] + (["--w6-tiny"] if tiny else [])
-    out = {"side": f"torch_{device}_{mode}", "batch": batch}
+    command += (["--autocast", autocast] if autocast else []) + (["--sdpa"] if sdpa else [])
+    _, suffix = variant({}, autocast, sdpa)
+    out = {"side": f"torch_{device}_{mode}", "workload": ("W6_tiny" if tiny else "W6") + suffix, "batch": batch}
     try:
         child = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -354,14 +464,16 @@ def find_capacity(mode, args, emit, log):
             return None
         if mode == "graph":
             result = capacity_try_isolated(mode, batch, args.capacity_steps, args.w6_tiny, args.capacity_try_timeout_s,
-                                           args.device)
+                                           args.device, args.autocast, args.sdpa)
         else:
-            result = capacity_try(mode, batch, args.capacity_steps, args.w6_tiny, args.device)
+            result = capacity_try(mode, batch, args.capacity_steps, args.w6_tiny, args.device, args.autocast,
+                                  args.sdpa)
         emit(result)
         peak = f", peak {result['peak_bytes'] / 2**30:.2f} GiB" if "peak_bytes" in result else ""
         detail = (f"{result['median_step_ms']:.1f} ms/step{peak}" if result["ok"]
                   else f"{result['error_type']}: {result['error'][:160]}")
-        print(f"{side} B {batch}: {'ok' if result['ok'] else 'failed'} ({detail})", file=log, flush=True)
+        label = side if result["workload"] in ("W6", "W6_tiny") else f"{side} {result['workload']}"
+        print(f"{label} B {batch}: {'ok' if result['ok'] else 'failed'} ({detail})", file=log, flush=True)
         if result["ok"]:
             largest_ok = max(largest_ok, batch)
         else:
@@ -383,7 +495,9 @@ def find_capacity(mode, args, emit, log):
             if ok is None:
                 break
             lo, hi = (mid, hi) if ok else (lo, mid)
-    summary = {"side": side, "summary": True, "largest_ok_batch": largest_ok,
+    _, suffix = variant({}, args.autocast, args.sdpa)
+    summary = {"side": side, "workload": ("W6_tiny" if args.w6_tiny else "W6") + suffix, "summary": True,
+               "largest_ok_batch": largest_ok,
                "smallest_failed_batch": smallest_failed, "stopped": stopped,
                "elapsed_s": time.perf_counter() - began}
     emit(summary)
@@ -402,7 +516,7 @@ def run_capacity(args, modes, precision, log):
     # Graph first: its tries run in child processes, before this process holds a CUDA context.
     for mode in sorted(modes, key=lambda m: m != "graph"):
         summary = find_capacity(mode, args, emit, log)
-        print(f"{summary['side']}: largest W6 batch that ran {summary['largest_ok_batch']} "
+        print(f"{summary['side']}: largest {summary['workload']} batch that ran {summary['largest_ok_batch']} "
               f"(smallest failed {summary['smallest_failed_batch']}, stopped: {summary['stopped']})", file=log,
               flush=True)
     ctx = context(args.device, args.threads, precision)
@@ -448,20 +562,33 @@ def main():
     parser.add_argument("--autocast", choices=["bf16", "f16"], default=None,
                         help="run the forward and loss under torch.autocast in this dtype (f16: with GradScaler, "
                         "eager only); names get the suffix _bf16 or _f16")
+    parser.add_argument("--sdpa", action="store_true",
+                        help="compute attention with F.scaled_dot_product_attention(is_causal=True) instead of the "
+                        "mirror's masked softmax (PyTorch 2.1 or later); names get the suffix _sdpa")
     parser.add_argument("--w6-try", type=int, default=None, help=argparse.SUPPRESS)  # one capacity try (a child)
     args = parser.parse_args()
 
+    if args.sdpa and sdpa_missing():
+        raise SystemExit("pytorch_train.py: " + sdpa_missing())
     if args.w6_try is not None:  # a child of --w6-capacity: one try, one JSON line
         keep_fp32()
         print(json.dumps(capacity_try(args.modes or "eager", args.w6_try, args.capacity_steps, args.w6_tiny,
-                                      args.device)))
+                                      args.device, args.autocast, args.sdpa)))
         return
 
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("pytorch_train.py: CUDA is not available to this PyTorch")
     modes = args.modes.split(",") if args.modes else (["eager", "graph"] if args.device == "cuda" else ["eager"])
+    unknown_modes = [m for m in modes if m not in ("eager", "graph", "compile")]
+    if unknown_modes:
+        raise SystemExit(f"pytorch_train.py: unknown mode {unknown_modes[0]} (known: eager, graph, compile)")
     if "graph" in modes and args.device != "cuda":
         raise SystemExit("pytorch_train.py: graph mode needs --device cuda")
+    if "compile" in modes and not hasattr(torch, "compile"):
+        raise SystemExit(f"pytorch_train.py: compile mode needs torch.compile (PyTorch 2.0 or later); this is torch "
+                         f"{torch.__version__}")
+    if "compile" in modes and args.w6_capacity:
+        raise SystemExit("pytorch_train.py: --w6-capacity runs the eager and graph modes only")
     if args.autocast:
         dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[args.autocast]
         if dtype == torch.float16 and "graph" in modes:
@@ -497,27 +624,36 @@ def main():
     precision = keep_fp32()
     log = sys.stdout if args.out else sys.stderr
     entries = []
-    if args.autocast:  # the same workloads under autocast, reported as <name>_bf16 / <name>_f16
-        for n in list(names):
-            WORKLOADS[n + "_" + args.autocast] = dict(WORKLOADS[n], autocast=dtype)
-        names = [n + "_" + args.autocast for n in names]
+    if args.autocast or args.sdpa:  # the same workloads as <name>_bf16, <name>_f16, <name>_sdpa, <name>_bf16_sdpa
+        varied = []
+        for n in names:
+            spec, suffix = variant(WORKLOADS[n], args.autocast, args.sdpa and WORKLOADS[n]["kind"] == "w2")
+            WORKLOADS[n + suffix] = spec
+            varied.append(n + suffix)
+        names = varied
+    ctx = context(args.device, args.threads, precision)
+    ctx["executable"] = os.path.abspath(__file__)
+
+    def write_report():
+        text = json.dumps({"context": ctx, "benchmarks": entries}, indent=2)
+        with open(args.out + ".part", "w") as f:
+            f.write(text + "\n")
+        os.replace(args.out + ".part", args.out)  # whole or not at all, should a time limit strike
+
     for m in modes:
         for n in names:
             try:
                 entries.append(time_workload(n, WORKLOADS[n], args.device, m, args.warmup,
                                              args.repeats or DEFAULT_REPEATS[(args.device, base_name(n))],
                                              args.block, log))
-            except RuntimeError as error:  # torch.cuda.OutOfMemoryError and failed captures included
+            except Exception as error:  # noqa: BLE001  (OutOfMemoryError, failed captures, compile errors)
                 entries.append(failed_entry(n, args.device, m, error))
-    ctx = context(args.device, args.threads, precision)
-    ctx["executable"] = os.path.abspath(__file__)
-    report = {"context": ctx, "benchmarks": entries}
-    text = json.dumps(report, indent=2)
+            if args.out:  # after each workload: a run stopped by a time limit keeps what it had
+                write_report()
     if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+        write_report()
     else:
-        print(text)
+        print(json.dumps({"context": ctx, "benchmarks": entries}, indent=2))
 
 
 if __name__ == "__main__":

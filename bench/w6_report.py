@@ -62,6 +62,8 @@ def load_lines(path, default_side):
             if "context" in entry:
                 continue
             side = entry.get("side", default_side)
+            if entry.get("workload", "W6") != "W6":  # pytorch_train.py --w6-capacity --sdpa / --autocast
+                side += " " + entry["workload"]
             if entry.get("summary"):
                 summaries[side] = entry
             else:
