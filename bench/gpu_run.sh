@@ -238,11 +238,16 @@ if [ "$what" = attention ]; then
   deadline=$((SECONDS + ${TG_ATTENTION_SECONDS:-550}))
   # left CAP [RESERVE]: seconds for the next command: at most CAP, leaving RESERVE for what follows.
   left() { local l=$((deadline - SECONDS - ${2:-0})); ((l > $1)) && l=$1; ((l < 5)) && l=5; echo $l; }
-  # bounded SECONDS COMMAND...: the command under timeout, its exit status said when not 0.
+  # bounded SECONDS COMMAND...: the command under timeout (killed 10 s after it ignores the TERM),
+  # its exit status said when not 0; skipped once the deadline has passed, so the call stays bounded.
   bounded() {
     local t=$1 rc
     shift
-    timeout "$t" "$@"
+    if ((deadline - SECONDS < 5)); then
+      echo "  (skipped: TG_ATTENTION_SECONDS spent)"
+      return 0
+    fi
+    timeout -k 10 "$t" "$@"
     rc=$?
     if ((rc == 124)); then echo "  (stopped at its limit of $t s)"; elif ((rc)); then echo "  (exit status $rc)"; fi
     return 0
