@@ -331,6 +331,26 @@ TEST_F(VkAttention, LoopBudgetSplitsLongRows) {
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 
+// The shaders index with 32-bit arithmetic: a value of 2^32 elements is refused by name when the
+// launch is planned, before anything is allocated.
+TEST_F(VkAttention, RefusesValuesPast32BitIndexing) {
+  GraphBuilder b("attention_huge");
+  TracingScope scope(b);
+  const Tensor q = b.input("q", {DType::f32, {65536, 65536, 1}});
+  const Tensor k = b.input("k", {DType::f32, {65536, 1, 1}});
+  b.output("y", attention(q, k, k));
+  const Graph g = b.take();
+  const Node& node = g.nodes().back();
+  ASSERT_EQ(node.op, op::Attention);
+  try {
+    kernel_plan_table()[static_cast<std::size_t>(node.op)](g, node);
+    ADD_FAILURE() << "planned a launch past 32-bit indexing";
+  } catch (const LimitError& e) {
+    EXPECT_NE(std::string(e.what()).find("2^32-1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'attention'"), std::string::npos) << e.what();
+  }
+}
+
 // Forward and backward at T = 2048 plan no value and no scratch of T x T floats: the peak of live
 // bytes stays below one score matrix.
 TEST_F(VkAttention, PlanHoldsNoScoreMatrix) {
