@@ -177,12 +177,14 @@ struct SampledDims {
   double scale = 1;
 };
 
-// The scores' work, heads x Tq x Tk with each T at least one 32-row tile (as the Vulkan flash
-// kernels run it), stays under this: the element budget alone lets T reach 2^20 at head_dim 1,
-// hours of lavapipe and of the oracle.
+// The scores' work as the Vulkan flash kernels run it stays under this: heads x Tq x Tk with each T
+// at least one 32-row tile, times the square of the 64-column chunks of head_dim + Dv (each chunk
+// recomputes the scores over both). The element budget alone lets T reach 2^20 at head_dim 1, or
+// head_dims of 1025 at T = 64: hours of lavapipe and of the oracle.
 constexpr std::int64_t kMaxScoreWork = std::int64_t{1} << 18;
-std::int64_t score_work(std::int64_t heads, std::int64_t tq, std::int64_t tk) {
-  return heads * std::max<std::int64_t>(tq, 32) * std::max<std::int64_t>(tk, 32);
+std::int64_t score_work(std::int64_t heads, std::int64_t tq, std::int64_t tk, std::int64_t width) {
+  const std::int64_t chunks = (width + 63) / 64;
+  return heads * std::max<std::int64_t>(tq, 32) * std::max<std::int64_t>(tk, 32) * chunks * chunks;
 }
 
 // Small batch/head axes, T and head_dims that reach the kernels' tile edges under the boundary
@@ -206,9 +208,10 @@ std::optional<SampledDims> sample_dims(SampleRng& rng, const std::optional<Tenso
     s.dv = rules::sample_dim(rng, 1, 6);
     const std::int64_t heads = num_elements(s.batch);
     const std::int64_t largest = heads * std::max({s.tq * s.d, s.tk * (s.d + s.dv), s.tq * s.dv});
-    if (largest > cap || score_work(heads, s.tq, s.tk) > kMaxScoreWork) {
+    if (largest > cap || score_work(heads, s.tq, s.tk, s.d + s.dv) > kMaxScoreWork) {
       // A given first input that fits on its own still has a small sample: one key, Dv = 1.
-      if (first && heads * std::max(s.tq * s.d, 2 * s.d + 2) <= cap && score_work(heads, s.tq, 1) <= kMaxScoreWork) {
+      if (first && heads * std::max(s.tq * s.d, 2 * s.d + 2) <= cap &&
+          score_work(heads, s.tq, 1, s.d + 1) <= kMaxScoreWork) {
         s.causal = s.causal && s.tq == 1;
         s.tk = 1;
         s.dv = 1;
