@@ -275,8 +275,8 @@ TEST_F(VkAttention, ScoresOfTenThousand) {
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 
-// One long causal sequence (T = 4096, small head_dim), forward only and run once: about 3.5 s on
-// lavapipe (its gradient ops take 6 s more; the shorter tests check them).
+// One long causal sequence (T = 4096, small head_dim), forward only and run once: about 1.2 s on
+// lavapipe (its gradient ops would take about 4x that; the shorter tests check them).
 TEST_F(VkAttention, LongCausalSequence) {
   auto ctx = make_context();
   constexpr std::int64_t kT = 4096;
