@@ -19,8 +19,9 @@
 // need. After a failure the next try gets a fresh Vulkan context, so a failure cannot leak into it.
 //
 //   tg_w6_capacity [--out FILE] [--start B] [--max-batch B] [--steps N] [--budget-s S] [--no-bisect]
-//                  [--tiny]
-// --budget-s (default 150): no new try starts after that many seconds. --tiny: a shrunk model
+//                  [--precision f32|bf16|f16] [--tiny]
+// --budget-s (default 150): no new try starts after that many seconds. --precision: the step's
+// compute dtype (PrecisionPolicy::compute, as train/vulkan/W6_bf16; default f32). --tiny: a shrunk model
 // (T 32, d 48, 2 layers, 12 heads) to check the program on lavapipe. Exit 0 when at least one batch
 // ran, 1 otherwise, 2 on bad arguments.
 #include <cxxabi.h>
@@ -58,6 +59,7 @@ struct Options {
   int steps = 3;
   double budget_s = 150;
   bool bisect = true;
+  std::string precision = "f32";
   bool tiny = false;
 };
 
@@ -106,11 +108,12 @@ struct Try {
   std::string json;  // the whole line
 };
 
-Try try_batch(std::int64_t batch, const examples::TransformerConfig& config, int steps,
+Try try_batch(std::int64_t batch, const examples::TransformerConfig& config, int steps, DType compute,
               const std::shared_ptr<vk::Context>& ctx) {
   Try result{.batch = batch};
   std::ostringstream j;
-  j << "{\"batch\": " << batch << ", \"device\": " << json_string(ctx->info().name);
+  j << "{\"batch\": " << batch << ", \"precision\": \"" << dtype_name(compute)
+    << "\", \"device\": " << json_string(ctx->info().name);
   const auto fail = [&](const std::string& stage, const std::string& type, const std::string& message) {
     j << ", \"ok\": false, \"stage\": \"" << stage << "\", \"error_type\": " << json_string(type)
       << ", \"error\": " << json_string(message) << "}";
@@ -121,7 +124,7 @@ Try try_batch(std::int64_t batch, const examples::TransformerConfig& config, int
   std::optional<Training> training;
   const auto start = Clock::now();
   try {
-    training.emplace(bench::compile_transformer(model, batch, Backend::vulkan, ctx));
+    training.emplace(bench::compile_transformer(model, batch, Backend::vulkan, ctx, 2, {.compute = compute}));
   } catch (const std::exception& e) {
     return fail("compile", type_name(e), e.what());
   }
@@ -167,6 +170,8 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag(
       "--no-bisect", [&o](std::int64_t) { o.bisect = false; },
       "stop at the first failure instead of bisecting (default: bisect)");
+  app.add_option("--precision", o.precision, "the step's compute dtype")
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
   app.add_flag("--tiny", o.tiny,
                "a shrunk model (T 32, d 48, 2 layers) to check the program on lavapipe (default: off)");
 }
@@ -187,6 +192,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   examples::TransformerConfig config = examples::kW6Config;
+  const DType compute = o.precision == "bf16" ? DType::bf16 : o.precision == "f16" ? DType::f16 : DType::f32;
   if (o.tiny) config = {.vocab = 256, .context = 32, .width = 48, .layers = 2, .heads = 12};
 
   std::ofstream out;
@@ -225,7 +231,7 @@ int main(int argc, char** argv) {
       stopped = "budget";
       return false;
     }
-    const Try t = try_batch(batch, config, o.steps, ctx);
+    const Try t = try_batch(batch, config, o.steps, compute, ctx);
     emit(t.json);
     std::cout << "B " << batch << ": " << t.json << "\n" << std::flush;
     ok = t.ok;
