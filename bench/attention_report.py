@@ -137,7 +137,9 @@ def time_table(ours, torch):
         if ok and ours_entry and not ours_entry.get("error_occurred"):
             best, title = min(ok)
             ratio = f"{best / step_ms(ours_entry):.2f} ({title})"
-        cells = [f"{w} {p}", str(batch or "–"), cell(ours_entry)] + [cell(e) for e in row] + [ratio]
+        # Google Benchmark's counters are floats: batch 8 arrives as 8.0.
+        batch_text = f"{batch:g}" if isinstance(batch, (int, float)) else (batch or "–")
+        cells = [f"{w} {p}", batch_text, cell(ours_entry)] + [cell(e) for e in row] + [ratio]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -225,7 +225,8 @@ if [ "$what" = attention ]; then
   # (tg::attention inside examples/models.h's MultiHeadAttention) next to pytorch_train.py's
   # mirror (matmul, -inf mask, softmax) and --sdpa (scaled_dot_product_attention), eager and CUDA
   # graph, fp32 and bf16 autocast; the largest W6 batch of tg_w6_capacity (fp32; bf16 too when its
-  # --help lists --precision) and of pytorch_train.py --w6-capacity --sdpa eager (fp32, bf16);
+  # --help lists --precision; from batch 64, since a W6 try compiles for 15-20 s and a search from 1
+  # spent its 60 s below 16 on the H200) and of pytorch_train.py --w6-capacity --sdpa eager (fp32, bf16);
   # then torch.compile (--sdpa first, the mirror after, as long as time is left; each report keeps
   # the workloads that finished). bench/attention_report.py's tables in <out-dir>/attention.md, the
   # whole console in attention_log.txt, the JSON in attention_json.tar.gz. Bounded by
@@ -272,12 +273,12 @@ if [ "$what" = attention ]; then
   if [[ $parts == *" capacity "* ]]; then
     echo "== the largest W6 batch: Vulkan fp32"
     t=$(left 80 200)
-    bounded "$t" "$build/bench/tg_w6_capacity" --steps 2 --budget-s "$(budget "$t")" \
+    bounded "$t" "$build/bench/tg_w6_capacity" --start 64 --steps 1 --budget-s "$(budget "$t")" \
       --out "$out/attn_capacity_vk_f32.jsonl" | grep -v '^B '
     if "$build/bench/tg_w6_capacity" --help 2>&1 | grep -q -- --precision; then
       echo "== the largest W6 batch: Vulkan bf16"
       t=$(left 80 180)
-      bounded "$t" "$build/bench/tg_w6_capacity" --precision bf16 --steps 2 --budget-s "$(budget "$t")" \
+      bounded "$t" "$build/bench/tg_w6_capacity" --precision bf16 --start 64 --steps 1 --budget-s "$(budget "$t")" \
         --out "$out/attn_capacity_vk_bf16.jsonl" | grep -v '^B '
     fi
     echo "== the largest W6 batch: PyTorch eager with SDPA, fp32 and bf16 autocast"

@@ -170,8 +170,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag(
       "--no-bisect", [&o](std::int64_t) { o.bisect = false; },
       "stop at the first failure instead of bisecting (default: bisect)");
-  app.add_option("--precision", o.precision, "the step's compute dtype")
-      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
+  app.add_option("--precision", o.precision, "the step's compute dtype")->check(CLI::IsMember({"f32", "bf16", "f16"}));
   app.add_flag("--tiny", o.tiny,
                "a shrunk model (T 32, d 48, 2 layers) to check the program on lavapipe (default: off)");
 }
