@@ -37,10 +37,14 @@ constexpr int kCases = 300;
 constexpr int kMaxMembers = 6;
 constexpr int kMaxSteps = 10;
 // Bytes of a plan over its aligned peak (aligned_peak below; at 4-byte alignment that is
-// peak_live_bytes), measured over 6000 cases (TG_PROPERTY_SCALE=10, two seeds): the kept plan at
-// most 1.034, first fit in step order alone 1.219, greedy by size alone 1.093. Against the unaligned
-// peak_live_bytes the plans reach 4.2x, all of it padding (4-byte values at 256-byte offsets):
-// docs/vulkan.md, "Memory".
+// peak_live_bytes), after the packing allowance: a range never straddles two blocks, so each block
+// but the last may end up to one range short of what it could hold when the next range opens a new
+// block, and a plan of n blocks may hold (n - 1) x its largest aligned range more than the peak
+// whatever its strategy (with a cap of peak / 2 and ranges of 0.4 x peak, three blocks of 0.4 are
+// needed where the peak is 1.0). Without the allowance the kept plan reached 1.2 at caps of one to
+// four ranges (2026-11-29, TG_PROPERTY_SCALE=10, six seeds); with it, it stays within 1.1. Against
+// the unaligned peak_live_bytes the plans reach 4.2x, all of it padding (4-byte values at 256-byte
+// offsets): docs/vulkan.md, "Memory".
 constexpr double kMaxKeptOverPeak = 1.1;
 constexpr double kMaxStrategyOverPeak = 1.5;
 
@@ -61,6 +65,16 @@ std::uint64_t aligned_peak(const Graph& graph, const PlanLimits& limits, const P
   const std::uint64_t alignment = std::max<std::uint64_t>(4, limits.alignment);
   for (testing::CheckedRange& r : ranges) r.size = (r.size + alignment - 1) / alignment * alignment;
   return std::max<std::uint64_t>(testing::live_peak(ranges), 1);
+}
+
+// The largest range of the plan rounded up to the offset alignment (guards included).
+std::uint64_t largest_aligned_range(const Graph& graph, const PlanLimits& limits, const PlanOptions& options,
+                                    const BufferPlan& plan) {
+  const std::uint64_t alignment = std::max<std::uint64_t>(4, limits.alignment);
+  std::uint64_t largest = 0;
+  for (const testing::CheckedRange& r : testing::checked_ranges(graph, options, plan))
+    largest = std::max(largest, (r.size + alignment - 1) / alignment * alignment);
+  return largest;
 }
 
 std::string join(const std::vector<std::string>& lines) {
@@ -162,12 +176,16 @@ TEST(VkPlacementProperty, EveryStrategyKeepsLivesApartWithinTheLimitsAndTheKeptP
         for (const auto& [name, p, bound] : {std::tuple{"the kept plan", &kept, kMaxKeptOverPeak},
                                              std::tuple{"first fit in step order", &in_order, kMaxStrategyOverPeak},
                                              std::tuple{"greedy by size", &by_size, kMaxStrategyOverPeak}}) {
-          if (aligned_ratio(*p) > bound) {
+          const std::uint64_t allowance = (p->blocks.empty() ? 0 : p->blocks.size() - 1) *
+                                          largest_aligned_range(graph, planned.limits, planned.plan_options, *p);
+          const double peak_bytes = static_cast<double>(aligned_peak(graph, planned.limits, planned.plan_options, *p));
+          if (static_cast<double>(p->total_bytes) > bound * peak_bytes + static_cast<double>(allowance)) {
             RC_FAIL(std::string(name) + " needs " + std::to_string(p->total_bytes) + " bytes in " +
                     std::to_string(p->blocks.size()) + " blocks, " + std::to_string(aligned_ratio(*p)) +
-                    " times the aligned peak, above " + std::to_string(bound) + " (peak_live_bytes " +
-                    std::to_string(p->peak_live_bytes) + ", cap " + std::to_string(p->block_cap) + ", alignment " +
-                    std::to_string(planned.limits.alignment) + ")");
+                    " times the aligned peak, above " + std::to_string(bound) +
+                    " times it plus the packing allowance of " + std::to_string(allowance) +
+                    " bytes (peak_live_bytes " + std::to_string(p->peak_live_bytes) + ", cap " +
+                    std::to_string(p->block_cap) + ", alignment " + std::to_string(planned.limits.alignment) + ")");
           }
         }
         tally.kept_aligned.push_back(aligned_ratio(kept));
