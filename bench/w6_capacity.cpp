@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   examples::TransformerConfig config = examples::kW6Config;
-  const DType compute = o.precision == "bf16" ? DType::bf16 : o.precision == "f16" ? DType::f16 : DType::f32;
+  const DType compute = *parse_dtype(o.precision);  // --precision admits only dtype names
   if (o.tiny) config = {.vocab = 256, .context = 32, .width = 48, .layers = 2, .heads = 12};
 
   std::ofstream out;

@@ -36,7 +36,7 @@ using testing::placement_errors;
 constexpr int kCases = 300;
 constexpr int kMaxMembers = 6;
 constexpr int kMaxSteps = 10;
-// Bytes of a plan over its aligned peak (aligned_peak below; at 4-byte alignment that is
+// Bytes of a plan over its aligned peak (aligned_sizes below; at 4-byte alignment that is
 // peak_live_bytes), after the packing allowance: a range never straddles two blocks, so each block
 // but the last may end up to one range short of what it could hold when the next range opens a new
 // block, and a plan of n blocks may hold (n - 1) x its largest aligned range more than the peak
@@ -55,26 +55,27 @@ std::vector<OpId> planned_ops() {
   return ops;
 }
 
-// The most bytes alive at one node with every range rounded up to the offset alignment: what a
-// placement must hold at that node when each range starts at an aligned offset (equal to
-// peak_live_bytes at 4-byte alignment; but for the last range of a block, whose padding is not
-// allocated, no placement needs less).
-std::uint64_t aligned_peak(const Graph& graph, const PlanLimits& limits, const PlanOptions& options,
+// A plan's ranges with every size rounded up to the offset alignment (guards included):
+//   peak     the most bytes alive at one node, what a placement must hold there when each range
+//            starts at an aligned offset (equal to peak_live_bytes at 4-byte alignment; but for the
+//            last range of a block, whose padding is not allocated, no placement needs less);
+//   largest  the largest range, the packing allowance per block after the first.
+struct AlignedSizes {
+  std::uint64_t peak = 1;
+  std::uint64_t largest = 0;
+};
+
+AlignedSizes aligned_sizes(const Graph& graph, const PlanLimits& limits, const PlanOptions& options,
                            const BufferPlan& plan) {
   std::vector<testing::CheckedRange> ranges = testing::checked_ranges(graph, options, plan);
   const std::uint64_t alignment = std::max<std::uint64_t>(4, limits.alignment);
-  for (testing::CheckedRange& r : ranges) r.size = (r.size + alignment - 1) / alignment * alignment;
-  return std::max<std::uint64_t>(testing::live_peak(ranges), 1);
-}
-
-// The largest range of the plan rounded up to the offset alignment (guards included).
-std::uint64_t largest_aligned_range(const Graph& graph, const PlanLimits& limits, const PlanOptions& options,
-                                    const BufferPlan& plan) {
-  const std::uint64_t alignment = std::max<std::uint64_t>(4, limits.alignment);
-  std::uint64_t largest = 0;
-  for (const testing::CheckedRange& r : testing::checked_ranges(graph, options, plan))
-    largest = std::max(largest, (r.size + alignment - 1) / alignment * alignment);
-  return largest;
+  AlignedSizes sizes;
+  for (testing::CheckedRange& r : ranges) {
+    r.size = (r.size + alignment - 1) / alignment * alignment;
+    sizes.largest = std::max(sizes.largest, r.size);
+  }
+  sizes.peak = std::max<std::uint64_t>(testing::live_peak(ranges), 1);
+  return sizes;
 }
 
 std::string join(const std::vector<std::string>& lines) {
@@ -169,28 +170,26 @@ TEST(VkPlacementProperty, EveryStrategyKeepsLivesApartWithinTheLimitsAndTheKeptP
           return static_cast<double>(p.total_bytes) /
                  static_cast<double>(std::max<std::uint64_t>(p.peak_live_bytes, 1));
         };
-        const auto aligned_ratio = [&](const BufferPlan& p) {
-          return static_cast<double>(p.total_bytes) /
-                 static_cast<double>(aligned_peak(graph, planned.limits, planned.plan_options, p));
-        };
+        std::vector<double> aligned_ratios;  // kept, in order, by size
         for (const auto& [name, p, bound] : {std::tuple{"the kept plan", &kept, kMaxKeptOverPeak},
                                              std::tuple{"first fit in step order", &in_order, kMaxStrategyOverPeak},
                                              std::tuple{"greedy by size", &by_size, kMaxStrategyOverPeak}}) {
-          const std::uint64_t allowance = (p->blocks.empty() ? 0 : p->blocks.size() - 1) *
-                                          largest_aligned_range(graph, planned.limits, planned.plan_options, *p);
-          const double peak_bytes = static_cast<double>(aligned_peak(graph, planned.limits, planned.plan_options, *p));
-          if (static_cast<double>(p->total_bytes) > bound * peak_bytes + static_cast<double>(allowance)) {
+          const AlignedSizes sizes = aligned_sizes(graph, planned.limits, planned.plan_options, *p);
+          const std::uint64_t allowance = (p->blocks.empty() ? 0 : p->blocks.size() - 1) * sizes.largest;
+          const double total = static_cast<double>(p->total_bytes), aligned_peak = static_cast<double>(sizes.peak);
+          aligned_ratios.push_back(total / aligned_peak);
+          if (total > bound * aligned_peak + static_cast<double>(allowance)) {
             RC_FAIL(std::string(name) + " needs " + std::to_string(p->total_bytes) + " bytes in " +
-                    std::to_string(p->blocks.size()) + " blocks, " + std::to_string(aligned_ratio(*p)) +
+                    std::to_string(p->blocks.size()) + " blocks, " + std::to_string(total / aligned_peak) +
                     " times the aligned peak, above " + std::to_string(bound) +
                     " times it plus the packing allowance of " + std::to_string(allowance) +
                     " bytes (peak_live_bytes " + std::to_string(p->peak_live_bytes) + ", cap " +
                     std::to_string(p->block_cap) + ", alignment " + std::to_string(planned.limits.alignment) + ")");
           }
         }
-        tally.kept_aligned.push_back(aligned_ratio(kept));
-        tally.in_order_aligned.push_back(aligned_ratio(in_order));
-        tally.by_size_aligned.push_back(aligned_ratio(by_size));
+        tally.kept_aligned.push_back(aligned_ratios[0]);
+        tally.in_order_aligned.push_back(aligned_ratios[1]);
+        tally.by_size_aligned.push_back(aligned_ratios[2]);
         ++tally.blocks[kept.blocks.size()];
         tally.kept.push_back(ratio(kept));
         tally.in_order.push_back(ratio(in_order));
