@@ -115,10 +115,23 @@ void emit_registry_op(GraphBuilder& builder, ByteReader& in, OpId op, std::vecto
 
 // The front-end functions that are not one registry op (composites, defaults, scalar operands),
 // which build their nodes through the same builder.
-constexpr std::size_t kCompositeCount = 14;
+constexpr std::size_t kCompositeCount = 15;
+
+// The conv options as a caller passes them: per-axis stride, padding (or same), dilation and groups,
+// each mostly small, now and then an edge value (ByteReader::integer).
+Conv2dOptions draw_conv_options(ByteReader& in) {
+  Conv2dOptions options;
+  if (in.coin()) options.stride = in.coin() ? Pair2d(in.integer()) : Pair2d(in.integer(), in.integer());
+  if (in.coin()) {
+    options.padding = in.below(4) == 0 ? kPaddingSame : Conv2dPadding(in.integer(), in.integer());
+  }
+  if (in.coin()) options.dilation = in.coin() ? Pair2d(in.integer()) : Pair2d(in.integer(), in.integer());
+  if (in.coin()) options.groups = in.integer();
+  return options;
+}
 
 void call_composite(ByteReader& in, std::size_t which, std::vector<Tensor>& pool) {
-  if (pool.empty() && which < 10) return;
+  if (pool.empty() && (which < 10 || which == 14)) return;
   switch (which) {
     case 0: {
       std::vector<Tensor> xs(1 + in.below(3));
@@ -203,6 +216,26 @@ void call_composite(ByteReader& in, std::size_t which, std::vector<Tensor>& pool
     case 12:
       pool.push_back(full(draw_shape(in, 3), in.real(), kDTypes[in.below(kDTypes.size())]));
       return;
+    case 14: {  // conv2d and its adjoints through the front end (padding = same, Pair2d options)
+      const Tensor a = operand(in, pool);
+      const Tensor b = operand(in, pool);
+      const Conv2dOptions options = draw_conv_options(in);
+      switch (in.below(3)) {
+        case 0:
+          pool.push_back(conv2d(a, b, options));
+          return;
+        case 1: {
+          const std::int64_t height = in.integer();
+          pool.push_back(conv2d_input_grad(a, b, height, in.integer(), options));
+          return;
+        }
+        default: {
+          const std::int64_t kernel_h = in.integer();
+          pool.push_back(conv2d_weight_grad(a, b, kernel_h, in.integer(), options));
+          return;
+        }
+      }
+    }
     default:
       pool.push_back(scalar(in.real()));
       return;

@@ -65,15 +65,18 @@ graph idx(%t: i32[4], %l: f32[4,5]) {
 }
 """,
     "image.graph": """\
-graph conv(%x: f32[1,2,5,5], param %w: f32[3,2,3,3]) {
-  %0 = conv2d(%x, %w) {padding=1, stride=1} : f32[1,3,5,5]
+graph conv(%x: f32[1,2,5,5], param %w: f32[3,2,3,3], param %d: f32[2,1,2,3]) {
+  %0 = conv2d(%x, %w) {dilation=[1,1], groups=1, padding=[1,1], stride=[1,1]} : f32[1,3,5,5]
   %1 = max_pool2d(%0) {kernel=2, padding=0, stride=2} : f32[1,3,2,2]
   %2 = reshape(%1) {shape=[3,4]} : f32[3,4]
   %3 = permute(%2) {perm=[1,0]} : f32[4,3]
   %4 = narrow(%3) {axis=0, length=2, start=1} : f32[2,3]
   %5 = concat(%4, %4) {axis=0} : f32[4,3]
   %6 = pad(%5) {after=1, axis=1, before=0} : f32[4,4]
-  return y=%6
+  %7 = conv2d(%x, %d) {dilation=[2,1], groups=2, padding=[1,0], stride=[1,2]} : f32[1,2,5,2]
+  %8 = conv2d_input_grad(%7, %d) {dilation=[2,1], groups=2, height=5, padding=[1,0], stride=[1,2], width=5} : f32[1,2,5,5]
+  %9 = conv2d_weight_grad(%x, %7) {dilation=[2,1], groups=2, kernel_h=2, kernel_w=3, padding=[1,0], stride=[1,2]} : f32[2,1,2,3]
+  return y=%6, dx=%8, dw=%9
 }
 """,
     "random.graph": """\

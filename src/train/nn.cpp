@@ -130,18 +130,47 @@ Tensor Embedding::operator()(const Tensor &indices, CallSite loc) const {
 
 // ---- Conv2d ----
 
-Conv2d::Conv2d(Module &parent, std::string name, std::int64_t in_channels, std::int64_t out_channels,
-               std::int64_t kernel, Conv2dLayerOptions options)
-    : Module(parent, std::move(name)),
-      W(*this, "W", {out_channels, in_channels, kernel, kernel}, weight_options(options.init, options.decay)),
-      conv_{.stride = options.stride, .padding = options.padding} {
-  require_positive("Conv2d", *this, "in_channels", in_channels);
-  require_positive("Conv2d", *this, "out_channels", out_channels);
-  require_positive("Conv2d", *this, "kernel", kernel);
-  require_positive("Conv2d", *this, "stride", options.stride);
-  if (options.padding < 0) {
-    throw Error(layer_label("Conv2d", *this) + ": padding must be >= 0, got " + std::to_string(options.padding));
+namespace {
+
+// The weight's shape [out, in / groups, kh, kw], after checking every argument, so a bad one is
+// named before the parameter is made.
+Shape conv2d_weight_shape(const Module &layer, std::int64_t in_channels, std::int64_t out_channels, Pair2d kernel,
+                          const Conv2dLayerOptions &options) {
+  require_positive("Conv2d", layer, "in_channels", in_channels);
+  require_positive("Conv2d", layer, "out_channels", out_channels);
+  require_positive("Conv2d", layer, "kernel height", kernel.h);
+  require_positive("Conv2d", layer, "kernel width", kernel.w);
+  require_positive("Conv2d", layer, "stride height", options.stride.h);
+  require_positive("Conv2d", layer, "stride width", options.stride.w);
+  require_positive("Conv2d", layer, "dilation height", options.dilation.h);
+  require_positive("Conv2d", layer, "dilation width", options.dilation.w);
+  require_positive("Conv2d", layer, "groups", options.groups);
+  const auto fail = [&](const std::string &why) { throw Error(layer_label("Conv2d", layer) + ": " + why); };
+  if (options.padding.h < 0 || options.padding.w < 0) {
+    fail("padding must be >= 0, got [" + std::to_string(options.padding.h) + ", " + std::to_string(options.padding.w) +
+         "]");
   }
+  if (options.padding.same && (options.stride.h != 1 || options.stride.w != 1)) {
+    fail("padding = same needs stride 1, as in PyTorch");
+  }
+  if (in_channels % options.groups != 0 || out_channels % options.groups != 0) {
+    fail("groups " + std::to_string(options.groups) + " must divide in_channels " + std::to_string(in_channels) +
+         " and out_channels " + std::to_string(out_channels));
+  }
+  return {out_channels, in_channels / options.groups, kernel.h, kernel.w};
+}
+
+}  // namespace
+
+Conv2d::Conv2d(Module &parent, std::string name, std::int64_t in_channels, std::int64_t out_channels, Pair2d kernel,
+               Conv2dLayerOptions options)
+    : Module(parent, std::move(name)),
+      W(*this, "W", conv2d_weight_shape(*this, in_channels, out_channels, kernel, options),
+        weight_options(options.init, options.decay)),
+      conv_{.stride = options.stride,
+            .padding = options.padding,
+            .dilation = options.dilation,
+            .groups = options.groups} {
   if (options.bias) b.emplace(*this, "b", Shape{out_channels}, ParamOptions{.init = init::zeros()});
 }
 

@@ -266,6 +266,42 @@ std::vector<BadInputCase> rule_cases() {
   };
 }
 
+// conv2d's attributes: stride, padding and dilation as [height, width] lists, groups an integer.
+const std::string kImageHead = "graph g(%x: f32[1,4,5,5], param %w: f32[2,2,3,3]) {\n";
+std::string with_image_node(const std::string& line) { return kImageHead + "  " + line + "\n  return\n}\n"; }
+
+std::vector<BadInputCase> conv_cases() {
+  return {
+      bad_text(
+          "conv2d_stride_integer_not_list",
+          with_image_node("%0 = conv2d(%x, %w) {dilation=[1,1], groups=2, padding=[0,0], stride=1} : f32[1,2,3,3]"),
+          "1} :", "attribute 'stride' of op conv2d must be an integer list, got an integer"),
+      bad_text("conv2d_missing_dilation",
+               with_image_node("%0 = conv2d(%x, %w) {groups=2, padding=[0,0], stride=[1,1]} : f32[1,2,3,3]"), "conv2d",
+               "op conv2d needs attribute 'dilation'"),
+      bad_text(
+          "conv2d_padding_one_value",
+          with_image_node("%0 = conv2d(%x, %w) {dilation=[1,1], groups=2, padding=[1], stride=[1,1]} : f32[1,2,3,3]"),
+          "conv2d", "padding must hold two values [height, width], got 1"),
+      bad_text(
+          "conv2d_dilation_zero",
+          with_image_node("%0 = conv2d(%x, %w) {dilation=[1,0], groups=2, padding=[0,0], stride=[1,1]} : f32[1,2,3,3]"),
+          "conv2d", "dilation must be >= 1, got 0 (width)"),
+      bad_text(
+          "conv2d_groups_not_dividing",
+          with_image_node("%0 = conv2d(%x, %w) {dilation=[1,1], groups=3, padding=[0,0], stride=[1,1]} : f32[1,2,3,3]"),
+          "conv2d", "groups 3 does not divide the input channels 4"),
+      bad_text(
+          "conv2d_weight_channels_not_per_group",
+          with_image_node("%0 = conv2d(%x, %w) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]} : f32[1,2,3,3]"),
+          "conv2d", "channels differ"),
+      bad_text("conv2d_weight_grad_groups_not_dividing",
+               with_image_node("%0 = conv2d_weight_grad(%x, %x) {dilation=[1,1], groups=3, kernel_h=1, kernel_w=1, "
+                               "padding=[0,0], stride=[1,1]} : f32[4,1,1,1]"),
+               "conv2d_weight_grad", "groups 3 does not divide the input channels 4"),
+  };
+}
+
 std::vector<BadInputCase> string_and_output_cases() {
   return {
       bad_text("location_unterminated", with_node("%0 = neg(%x) : f32[2,3] @\"a.cpp:1:2"), "\"a.cpp",
@@ -296,7 +332,7 @@ std::vector<BadInputCase> string_and_output_cases() {
 std::vector<BadInputCase> parser_table() {
   std::vector<BadInputCase> all;
   for (auto part : {structure_cases(), header_cases(), type_cases(), node_cases(), attribute_cases(), rule_cases(),
-                    string_and_output_cases()}) {
+                    conv_cases(), string_and_output_cases()}) {
     for (BadInputCase& c : part) all.push_back(std::move(c));
   }
   return all;

@@ -219,6 +219,23 @@ TEST(SizeLimits, ImageOps) {
         (void)tg::conv2d_input_grad(b.input("g", f32({1, 1, 1, 1})), weight(b), kInt64Max, 3, {.padding = 1});
       },
       "conv2d_input_grad", {"overflows", std::to_string(kInt64Max)});
+  // The dilated kernel's span, dilation * (kernel - 1) + 1, per axis.
+  expect_shape_error(
+      [&](tg::GraphBuilder& b) {
+        (void)tg::conv2d(image(b), weight(b), {.dilation = {1, kInt64Max}});
+      },
+      "conv2d", {"dilated kernel width", "overflows", std::to_string(kInt64Max)});
+  expect_shape_error(
+      [&](tg::GraphBuilder& b) {
+        (void)tg::conv2d_weight_grad(image(b), b.input("g", f32({1, 1, 1, 1})), 3, 3, {.dilation = kInt64Max});
+      },
+      "conv2d_weight_grad", {"dilated kernel height", "overflows"});
+  // padding = same's total padding, dilation * (kernel - 1), computed by the front end.
+  expect_shape_error(
+      [&](tg::GraphBuilder& b) {
+        (void)tg::conv2d(image(b), weight(b), {.padding = tg::kPaddingSame, .dilation = kInt64Max});
+      },
+      "conv2d", {"padding = same", "overflows"});
   expect_shape_error(
       [&](tg::GraphBuilder& b) { (void)tg::max_pool2d(image(b), kInt64Max, {.padding = kInt64Max / 2}); }, "max_pool2d",
       {"overflows"});

@@ -113,27 +113,27 @@ TEST(DocClaims, MaxPoolGradPassesNoGradient) {
   }
 }
 
-// docs/ops.md: convolutions are dense, with no groups or dilation. The op's attribute schema has
-// neither, so a graph asking for one is refused by name rather than run as something else.
-TEST(DocClaims, Conv2dHasNoGroupsOrDilation) {
+// docs/ops.md: every conv2d attribute is required, dilation and groups included: a graph text that
+// leaves one out is refused by name rather than run with a guessed default.
+TEST(DocClaims, Conv2dAttributesAreAllRequired) {
   GraphBuilder b("conv");
   TracingScope scope(b);
-  b.output("y", conv2d(b.input("x", {DType::f32, {1, 2, 5, 5}}), b.input("w", {DType::f32, {4, 2, 3, 3}})));
+  b.output("y", conv2d(b.input("x", {DType::f32, {1, 4, 5, 5}}), b.input("w", {DType::f32, {4, 2, 3, 3}}),
+                       {.dilation = 2, .groups = 2}));
   const std::string text = print_graph(b.take(), {.locations = false});
-  const std::size_t attrs = text.find("conv2d(");
-  ASSERT_NE(attrs, std::string::npos) << text;
-  const std::size_t brace = text.find('{', attrs);
-  ASSERT_NE(brace, std::string::npos) << text;
   EXPECT_NO_THROW(parse_graph(text)) << text;
-  for (const std::string attribute : {"dilation=2", "groups=2"}) {
-    std::string asking = text;
-    asking.insert(brace + 1, attribute + ", ");
+  for (const std::string attribute : {"dilation", "groups"}) {
+    const std::size_t at = text.find(attribute + "=");
+    ASSERT_NE(at, std::string::npos) << text;
+    const std::size_t next = text.find_first_of(",}", text.find_first_of(attribute == "dilation" ? "]" : ",}", at));
+    ASSERT_NE(next, std::string::npos) << text;
+    std::string without = text;
+    without.erase(at, next - at + (without[next] == ',' ? 2 : 0));
     try {
-      parse_graph(asking);
-      ADD_FAILURE() << "a conv2d with " << attribute << " parsed:\n" << asking;
+      parse_graph(without);
+      ADD_FAILURE() << "a conv2d without " << attribute << " parsed:\n" << without;
     } catch (const ParseError& e) {
-      const std::string name = attribute.substr(0, attribute.find('='));
-      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(attribute), std::string::npos) << e.what();
     }
   }
 }

@@ -475,7 +475,9 @@ TEST(ImageOps, EveryOpDefHasItsParts) {
   }
   EXPECT_EQ(tg::op_def(op::MaxPool2d).tolerance, tg::ToleranceClass::exact);
   const tg::TensorType conv_inputs[] = {f32({2, 3, 8, 8}), f32({4, 3, 3, 2})};
-  const tg::Attrs conv_attrs{{"padding", std::int64_t{1}}, {"stride", std::int64_t{1}}};
+  using Pair = std::vector<std::int64_t>;
+  const tg::Attrs conv_attrs{
+      {"dilation", Pair{1, 1}}, {"groups", std::int64_t{1}}, {"padding", Pair{1, 1}}, {"stride", Pair{1, 1}}};
   EXPECT_EQ(tg::op_def(op::Conv2d).tolerance, tg::ToleranceClass::matmul);
   EXPECT_EQ(tg::op_def(op::Conv2d).reduction_length(conv_attrs, std::span<const tg::TensorType>(conv_inputs)),
             3 * 3 * 2);

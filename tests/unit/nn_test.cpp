@@ -194,6 +194,40 @@ TEST(Conv2dLayer, MatchesADirectConvolution) {
   expect_close(y.to_f64(), want);
 }
 
+// Grouped, dilated, per-axis and padding = same layers: W [out, in / groups, kh, kw], and the forward is
+// conv2d with the layer's options plus the bias, the odd padding of an even kernel included.
+TEST(Conv2dLayer, PassesGroupsDilationAndPaddingSameToTheOp) {
+  struct M : tg::Module {
+    tg::Conv2d same{*this, "same", 4, 6, {2, 3}, {.padding = tg::kPaddingSame, .dilation = {1, 2}, .groups = 2}};
+    tg::Conv2d strided{*this, "strided", 3, 6, 3, {.stride = {2, 1}, .padding = {1, 0}, .dilation = 2, .groups = 3}};
+  } m;
+  EXPECT_EQ(m.same.W.shape(), (Shape{6, 2, 2, 3}));
+  EXPECT_EQ(m.same.in_channels(), 4);
+  EXPECT_EQ(m.strided.W.shape(), (Shape{6, 1, 3, 3}));
+  EXPECT_EQ(m.strided.in_channels(), 3);
+  EXPECT_EQ(m.strided.conv_options().stride, (tg::Pair2d{2, 1}));
+  EXPECT_EQ(m.strided.conv_options().groups, 3);
+  const HostTensor bias = random_f32({6}, 11);
+  for (const tg::Conv2d* layer : {&m.same, &m.strided}) {
+    const std::int64_t c = layer->in_channels();
+    const Shape x_shape{2, c, 7, 6};
+    const HostTensor x = random_f32(x_shape, 12);
+    const std::string b_name = layer->b->name();
+    // The layer minus the op it should be: zero everywhere.
+    const HostTensor diff = run_layer(m, {DType::f32, x_shape}, x,
+                                      [&](Tensor t) {
+                                        const Tensor direct =
+                                            tg::add(tg::conv2d(t, layer->W.tensor(), layer->conv_options()),
+                                                    tg::reshape(layer->b->tensor(), {1, 6, 1, 1}));
+                                        return tg::sub((*layer)(t), direct);
+                                      },
+                                      {{b_name, bias}});
+    const Shape want = layer == &m.same ? Shape{2, 6, 7, 6} : Shape{2, 6, 3, 2};  // same keeps H and W
+    EXPECT_EQ(diff.type.shape, want) << b_name;
+    for (std::size_t i = 0; i < diff.size(); ++i) ASSERT_EQ(diff.at(i), 0.0) << b_name << " element " << i;
+  }
+}
+
 // ---- options and defaults ----
 
 TEST(Layers, ParamDefaultsAndDecayOptions) {
@@ -243,6 +277,50 @@ TEST(Layers, RefuseBadSizes) {
   EXPECT_EQ(root.num_params(), 0u);
 }
 
+// Expects `make` to throw a tg::Error whose message holds every one of `parts`.
+void expect_error(const std::function<void()>& make, std::initializer_list<std::string_view> parts) {
+  try {
+    make();
+    ADD_FAILURE() << "expected a tg::Error";
+  } catch (const tg::Error& e) {
+    const std::string what = e.what();
+    for (auto part : parts) EXPECT_NE(what.find(part), std::string::npos) << "missing '" << part << "' in: " << what;
+  }
+}
+
+TEST(Layers, Conv2dRefusesBadGroupsDilationAndPadding) {
+  tg::Module root;
+  expect_error([&] { tg::Conv2d(root, "in", 3, 4, 3, {.groups = 2}); },
+               {"Conv2d 'in'", "groups 2 must divide in_channels 3 and out_channels 4"});
+  expect_error([&] { tg::Conv2d(root, "out", 4, 3, 3, {.groups = 2}); },
+               {"Conv2d 'out'", "groups 2 must divide in_channels 4 and out_channels 3"});
+  expect_error([&] { tg::Conv2d(root, "g0", 2, 2, 3, {.groups = 0}); }, {"Conv2d 'g0'", "groups must be >= 1, got 0"});
+  expect_error([&] { tg::Conv2d(root, "same", 2, 2, 3, {.stride = 2, .padding = tg::kPaddingSame}); },
+               {"Conv2d 'same'", "padding = same needs stride 1", "PyTorch"});
+  expect_error(
+      [&] {
+        tg::Conv2d(root, "same_w", 2, 2, 3, {.stride = {1, 2}, .padding = tg::kPaddingSame});
+      },
+      {"Conv2d 'same_w'", "padding = same needs stride 1"});
+  expect_error(
+      [&] {
+        tg::Conv2d(root, "dil", 2, 2, 3, {.dilation = {1, 0}});
+      },
+      {"Conv2d 'dil'", "dilation width must be >= 1, got 0"});
+  expect_error(
+      [&] {
+        tg::Conv2d(root, "stride", 2, 2, 3, {.stride = {0, 1}});
+      },
+      {"Conv2d 'stride'", "stride height must be >= 1, got 0"});
+  expect_error(
+      [&] {
+        tg::Conv2d(root, "pad", 2, 2, 3, {.padding = {0, -1}});
+      },
+      {"Conv2d 'pad'", "padding must be >= 0, got [0, -1]"});
+  expect_error([&] { tg::Conv2d(root, "kernel", 2, 2, {3, 0}); }, {"Conv2d 'kernel'", "kernel width must be >= 1"});
+  EXPECT_EQ(root.num_params(), 0u);
+}
+
 // ---- errors and call sites ----
 
 struct Zoo : tg::Module {
@@ -283,6 +361,22 @@ TEST(Layers, WrongInputsThrowShapeErrorsAtTheCallersLine) {
   expect_shape_error([&] { (void)zoo.emb(x3); }, "Embedding 'emb'", __LINE__, "must be i32");
   expect_shape_error([&] { (void)zoo.conv(x3); }, "Conv2d 'conv'", __LINE__, "in_channels 3");
   expect_shape_error([&] { (void)zoo.conv(img); }, "conv2d", __LINE__, "kernel");  // the op's own rule
+  // clang-format on
+}
+
+TEST(Layers, GroupedAndDilatedConv2dWrongInputsNameTheCallersLine) {
+  struct M : tg::Module {
+    tg::Conv2d grouped{*this, "grouped", 4, 2, 3, {.groups = 2}};
+    tg::Conv2d dilated{*this, "dilated", 1, 1, 3, {.dilation = {3, 1}}};
+  } m;
+  tg::GraphBuilder b("g");
+  tg::TracingScope scope(b);
+  tg::ParamBinding bound(m, b);
+  const Tensor two = b.input("two", {DType::f32, {1, 2, 8, 8}});
+  const Tensor small = b.input("small", {DType::f32, {1, 1, 6, 6}});
+  // clang-format off
+  expect_shape_error([&] { (void)m.grouped(two); }, "Conv2d 'grouped'", __LINE__, "in_channels 4");
+  expect_shape_error([&] { (void)m.dilated(small); }, "conv2d", __LINE__, "(dilation 3: spans 7) exceeds the padded input height 6");
   // clang-format on
 }
 

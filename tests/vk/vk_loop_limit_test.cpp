@@ -265,10 +265,12 @@ TEST(VkLoopLimit, LongLoopsAtLavapipeSizesAreSplit) {
   EXPECT_LE(most_passes(plan(op::Matmul, {{DType::f32, {1, n - 1}}, {DType::f32, {n - 1, 1}}})), kLoopBudget);
   const TensorType image{DType::f32, {1, 1, 4096, 4096}};
   EXPECT_LE(most_passes(plan(op::Conv2dWeightGrad, {image, image},
-                             {{"kernel_h", std::int64_t{1}},
+                             {{"dilation", std::vector<std::int64_t>{1, 1}},
+                              {"groups", std::int64_t{1}},
+                              {"kernel_h", std::int64_t{1}},
                               {"kernel_w", std::int64_t{1}},
-                              {"padding", std::int64_t{0}},
-                              {"stride", std::int64_t{1}}})),
+                              {"padding", std::vector<std::int64_t>{0, 0}},
+                              {"stride", std::vector<std::int64_t>{1, 1}}})),
             kLoopBudget);
   EXPECT_LE(most_passes(plan(op::ScatterAdd, {{DType::f32, {n / 2, 1}}, {DType::i32, {n / 2, 1}}},
                              {{"axis", std::int64_t{0}}, {"size", std::int64_t{3}}})),

@@ -9,7 +9,7 @@ the callable in float64 and stores inputs, output and gradients:
 
     from goldens.spec import Case, f32, i32, boolean
     CASES = [
-        Case("conv2d_stride2", "conv2d", {"stride": 2, "padding": 1},
+        Case("conv2d_stride2", "conv2d", {"stride": [2, 2], "padding": [1, 1], "dilation": [1, 1], "groups": 1},
              {"x": f32([2, 3, 5, 5]), "w": f32([4, 3, 3, 3])},
              lambda x, w: torch.nn.functional.conv2d(x, w, stride=2, padding=1)),
     ]

@@ -96,23 +96,26 @@ class Embedding : public Module {
   Param W;
 };
 
-// Named apart from the op's tg::Conv2dOptions (stride and padding only).
+// Named apart from the op's tg::Conv2dOptions, which it passes on (stride, padding, dilation, groups).
 struct Conv2dLayerOptions {
-  std::int64_t stride = 1;
-  std::int64_t padding = 0;
+  Pair2d stride = 1;
+  Conv2dPadding padding = 0;  // or tg::kPaddingSame (stride 1 only)
+  Pair2d dilation = 1;
+  std::int64_t groups = 1;  // divides in_channels and out_channels; in_channels for depthwise
   bool bias = true;
   InitSpec init = init::randn();  // of W
   std::optional<bool> decay;      // of W; default: default_decay(init)
 };
 
-// Dense 2-D convolution, NCHW: x [N, in, H, W] -> [N, out, H', W']; W [out, in, k, k], b [out].
+// 2-D convolution, NCHW, as torch.nn.Conv2d: x [N, in, H, W] -> [N, out, H', W'];
+// W [out, in / groups, kh, kw], b [out]. A single kernel number makes a square kernel.
 class Conv2d : public Module {
  public:
-  Conv2d(Module& parent, std::string name, std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel,
+  Conv2d(Module& parent, std::string name, std::int64_t in_channels, std::int64_t out_channels, Pair2d kernel,
          Conv2dLayerOptions options = {});
   Tensor operator()(const Tensor& x, TG_CALL_SITE) const;
 
-  std::int64_t in_channels() const { return W.shape()[1]; }
+  std::int64_t in_channels() const { return W.shape()[1] * conv_.groups; }
   std::int64_t out_channels() const { return W.shape()[0]; }
   std::int64_t kernel() const { return W.shape()[2]; }
   const Conv2dOptions& conv_options() const { return conv_; }

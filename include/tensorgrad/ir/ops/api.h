@@ -165,10 +165,32 @@ struct LossOptions {
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, LossOptions options = {}, TG_CALL_SITE);
 Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, LossOptions options = {}, TG_CALL_SITE);
 
-// images, NCHW, square kernels, dense
+// images, NCHW (PyTorch's conv2d: weight [O, C / groups, KH, KW])
+// A per-axis pair (height, width); one number sets both, as PyTorch's int arguments do.
+struct Pair2d {
+  std::int64_t h = 0;
+  std::int64_t w = 0;
+  constexpr Pair2d(std::int64_t both) : h(both), w(both) {}  // NOLINT(google-explicit-constructor)
+  constexpr Pair2d(std::int64_t height, std::int64_t width) : h(height), w(width) {}
+  friend bool operator==(const Pair2d&, const Pair2d&) = default;
+};
+// Zeros around the image, per axis; or `same` (PyTorch's padding='same', stride 1 only): the output
+// keeps the input's size, the odd extra row or column of an even dilation * (kernel - 1) going
+// after the image, as in PyTorch.
+struct Conv2dPadding : Pair2d {
+  using Pair2d::Pair2d;
+  bool same = false;
+};
+inline constexpr Conv2dPadding kPaddingSame = [] {
+  Conv2dPadding p(0);
+  p.same = true;
+  return p;
+}();
 struct Conv2dOptions {
-  std::int64_t stride = 1;
-  std::int64_t padding = 0;
+  Pair2d stride = 1;
+  Conv2dPadding padding = 0;  // or tg::kPaddingSame
+  Pair2d dilation = 1;        // spacing of the kernel's taps
+  std::int64_t groups = 1;    // input and output channels split into this many independent convolutions
   // The result's dtype, as matmul(a, b, out): 16-bit input and weight with out = f32 multiply
   // exactly and accumulate in f32 (both cast to f32 in the graph); unset: the operands' dtype.
   std::optional<DType> out;
