@@ -18,10 +18,12 @@ namespace {
 
 using namespace tg;
 
-void run_op(benchmark::State& state, const bench::OpCase& c, ComputeType compute) {
+// `own_case`: prepare c itself (bench::prepared() keeps one case per op, and the conv cases hold
+// several of one op).
+void run_op(benchmark::State& state, const bench::OpCase& c, ComputeType compute, bool own_case = false) {
   std::shared_ptr<const bench::PreparedCase> p;
   try {
-    p = bench::prepared(c);
+    p = own_case ? std::make_shared<const bench::PreparedCase>(bench::prepare_case(c)) : bench::prepared(c);
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     return;
@@ -70,13 +72,31 @@ int register_all(bench::CaseSize size) {
   return registered;
 }
 
+// bench::conv_gemm_cases() on interp_f32 only ("interp_f32_conv/<op>/<shape>", each op's matmul
+// "interp_f32_conv/matmul_of_<op>/<shape>"): the oracle would take minutes per call on the largest.
+int register_conv_cases() {
+  int registered = 0;
+  std::string conv_op;
+  for (const bench::OpCase& c : bench::conv_gemm_cases()) {
+    const bool matmul = c.op == op::Matmul;
+    if (!matmul) conv_op = std::string(op_name(c.op));
+    const std::string name =
+        "interp_f32_conv/" + (matmul ? "matmul_of_" + conv_op : conv_op) + "/" + bench::case_name(c);
+    benchmark::RegisterBenchmark(name.c_str(), [c](benchmark::State& s) { run_op(s, c, ComputeType::f32, true); })
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+    ++registered;
+  }
+  return registered;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   const bench::CaseSize size = bench::take_size_flag(argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  if (register_all(size) == 0) {
+  if (register_all(size) + register_conv_cases() == 0) {
     std::cerr << "interp_ops_bench: no op could be benchmarked\n";
     return 1;
   }

@@ -153,7 +153,8 @@ inline std::optional<OpSample> hand_made_sample(OpId op, CaseSize size) {
   const Shape image{batch, channels, side, side};
   const Shape weight{channels, channels, 3, 3};
   const std::int64_t square = small ? 256 : 2048;  // the side of an elementwise operand
-  const Attrs conv{{"padding", integer(1)}, {"stride", integer(1)}};
+  const AttrValue ones{std::vector<std::int64_t>{1, 1}};
+  const Attrs conv{{"dilation", ones}, {"groups", integer(1)}, {"padding", ones}, {"stride", ones}};
   const Attrs pool{{"kernel", integer(2)}, {"padding", integer(0)}, {"stride", integer(2)}};
   const Shape pool_image = small ? Shape{8, 16, 32, 32} : Shape{16, 64, 64, 64};
   switch (op) {
@@ -325,6 +326,57 @@ inline std::shared_ptr<const PreparedCase> prepared(const OpCase& c) {
     held_op = c.op;
   }
   return held;
+}
+
+// The convolutions of the CNN workloads (W7_small: batch 64 of 8x8 images, 1->16 and 16->32
+// channels; W7: batch 128 of 32x32, 16->16 and 64->64; 3x3 kernels, stride 1, padding 1), each op
+// followed by the matmul of the shape interp_f32 runs it as (src/interp/kernels/conv_gemm.cpp), so
+// their GFLOP/s compare directly (P = N*H*W output positions, K = C*9 taps):
+//   conv2d               matmul [O, K] x [K, P]       (w . im2col(x))
+//   conv2d_input_grad    matmul [K, O] x [O, P]       (w^T . g, then col2im), or with C >= O
+//                        matmul [C, O*9] x [O*9, P]   (the forward of g with w's taps flipped)
+//   conv2d_weight_grad   matmul [K, P] x [P, O]       (im2col(x) . g^T)
+// Not typed_case: its element cap would drop the largest weight gradient's matmul, whose [K, P]
+// operand is the 75M-element im2col matrix the convolution never stores whole.
+inline std::vector<OpCase> conv_gemm_cases() {
+  struct Conv {
+    std::int64_t n, c, o, side;
+  };
+  const Conv convs[] = {{64, 1, 16, 8}, {64, 16, 32, 8}, {128, 16, 16, 32}, {128, 64, 64, 32}};
+  const auto f32 = [](Shape s) { return TensorType{DType::f32, std::move(s)}; };
+  const auto real = ValueDomain::real_range(-2, 2);
+  const auto pair = [](std::int64_t v) { return AttrValue{std::vector<std::int64_t>{v, v}}; };
+  const Attrs conv{
+      {"dilation", pair(1)}, {"groups", AttrValue{std::int64_t{1}}}, {"padding", pair(1)}, {"stride", pair(1)}};
+  std::vector<OpCase> cases;
+  const auto add = [&](OpId op, OpSample sample) {
+    TensorType out = infer_type(op, sample.attrs, sample.inputs);
+    std::int64_t inputs = 0;
+    for (const TensorType& t : sample.inputs) inputs += t.size();
+    const std::int64_t elements = inputs + out.size();
+    cases.push_back(OpCase{op, std::move(sample), std::move(out), inputs, elements, false});
+  };
+  for (const Conv& s : convs) {
+    const Shape image{s.n, s.c, s.side, s.side}, grad{s.n, s.o, s.side, s.side}, weight{s.o, s.c, 3, 3};
+    const std::int64_t p = s.n * s.side * s.side, k = s.c * 9;
+    add(op::Conv2d, OpSample{conv, {f32(image), f32(weight)}, {real, real}});
+    add(op::Matmul, OpSample{{}, {f32({s.o, k}), f32({k, p})}, {real, real}});
+    Attrs input_grad = conv;
+    input_grad.set("height", s.side);
+    input_grad.set("width", s.side);
+    add(op::Conv2dInputGrad, OpSample{std::move(input_grad), {f32(grad), f32(weight)}, {real, real}});
+    if (s.c >= s.o) {
+      add(op::Matmul, OpSample{{}, {f32({s.c, s.o * 9}), f32({s.o * 9, p})}, {real, real}});
+    } else {
+      add(op::Matmul, OpSample{{}, {f32({k, s.o}), f32({s.o, p})}, {real, real}});
+    }
+    Attrs weight_grad = conv;
+    weight_grad.set("kernel_h", std::int64_t{3});
+    weight_grad.set("kernel_w", std::int64_t{3});
+    add(op::Conv2dWeightGrad, OpSample{std::move(weight_grad), {f32(image), f32(grad)}, {real, real}});
+    add(op::Matmul, OpSample{{}, {f32({k, p}), f32({p, s.o})}, {real, real}});
+  }
+  return cases;
 }
 
 }  // namespace tg::bench

@@ -186,6 +186,21 @@ std::vector<Case> targeted_cases() {
        {f32({1, 2, 5, 5}), f32({3, 2, 3, 3})},
        [](const V& x) { return conv2d(x[0], x[1]); },
        {"conv2d/unpadded", "conv2d/stride_1"}},
+      // conv2d on interp_f32 (conv_gemm.cpp): one image of 144 positions runs in pieces of 64; a
+      // strided input gradient whose [taps, P] dcols pass the 2^17-float budget runs in pieces; a
+      // weight gradient of 1600 positions sums pieces of 240 in 7 ordered slots.
+      {"conv2d_image_pieces",
+       {f32({1, 2, 12, 12}), f32({3, 2, 3, 3})},
+       [](const V& x) { return conv2d(x[0], x[1], {.padding = 1}); },
+       {"conv2d/gemm_image_pieces"}},
+      {"conv2d_input_grad_pieces",
+       {f32({1, 1, 73, 73}), f32({1, 1, 5, 5})},
+       [](const V& x) { return conv2d_input_grad(x[0], x[1], 145, 145, {.stride = 2, .padding = 2}); },
+       {"conv2d_input_grad/col2im_image_pieces"}},
+      {"conv2d_weight_grad_slots",
+       {f32({1, 1, 40, 40}), f32({1, 2, 40, 40})},
+       [](const V& x) { return conv2d_weight_grad(x[0], x[1], 3, 3, {.padding = 1}); },
+       {"conv2d_weight_grad/gemm_image_pieces", "conv2d_weight_grad/ordered_slots"}},
       {"max_pool_overlapping",
        {f32({1, 2, 6, 6})},
        [](const V& x) { return max_pool2d(x[0], 3, {.stride = 1, .padding = 1}); },

@@ -2,14 +2,20 @@
 // element is owned by one task and sums its terms in one fixed order (conv2d: c, kh, kw;
 // conv2d_input_grad: o, kh, kw; conv2d_weight_grad: n, oh, ow; max_pool2d_grad: window order), so
 // the bits never depend on the thread count. Zero padding is applied by skipping taps outside the image.
+// The convolution loops below are the f64 oracle's; interp_f32 runs the three ops as matrix
+// products (conv_gemm.cpp: 10-80x faster on bench/op_cases.h's conv_gemm_cases), in another
+// fixed order.
 #include "tensorgrad/ir/ops/ids/image.h"
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "../parallel.h"
+#include "conv_gemm.h"
 #include "families.h"
+#include "ir/ops/conv_geometry.h"
 #include "tensorgrad/ir/launch_paths.h"
 
 namespace tg::interp {
@@ -48,47 +54,61 @@ std::int64_t grain_for(std::int64_t work_per_item) {
   return std::max<std::int64_t>(1, kTaskWork / std::max<std::int64_t>(work_per_item, 1));
 }
 
+// Dilated taps and grouped channels, in any of the three convolution ops.
+const PathPair kConvDilation{{"interp", "conv2d", "undilated"}, {"interp", "conv2d", "dilated"}};
+const PathPair kConvGroups{{"interp", "conv2d", "dense_channels"}, {"interp", "conv2d", "grouped"}};
+
 // A 4-D shape's extents, by name.
 struct Dims4 {
   std::int64_t n, c, h, w;
   explicit Dims4(const Shape& s) : n(s[0]), c(s[1]), h(s[2]), w(s[3]) {}
 };
 
-struct ConvGeometry {
-  std::int64_t stride, padding;
-  explicit ConvGeometry(const Attrs& attrs) : stride(attrs.integer("stride")), padding(attrs.integer("padding")) {}
-};
+template <class T>
+ConvGeometry geometry_of(const KernelCall<T>& call, ConvRole role) {
+  return conv_geometry(role, call.attrs(), call.in_type(0).shape, call.in_type(1).shape, call.output_type.shape);
+}
 
-// y[n,o,i,j] = sum_{c,a,b} x[n,c,i*s+a-p, j*s+b-p] * w[o,c,a,b]. One task per output row (n, o, i).
+void hit_conv_paths(const ConvGeometry& geo, const PathPair& padding, const PathPair& stride) {
+  padding.hit(geo.padded());
+  stride.hit(geo.strided());
+  kConvDilation.hit(geo.dilated());
+  kConvGroups.hit(geo.grouped());
+}
+
+// y[n,o,i,j] = sum_{c',a,b} x[n, g*Cg+c', i*sh+a*dh-ph, j*sw+b*dw-pw] * w[o,c',a,b], g the group of o.
+// One task per output row (n, o, i); the sum runs over c', a, b in order.
 template <class T>
 void conv2d_kernel(const KernelCall<T>& call) {
-  const Dims4 x(call.in_type(0).shape);
-  const Dims4 w(call.in_type(1).shape);
-  const Dims4 y(call.output_type.shape);
-  const ConvGeometry geo(call.attrs());
-  kConv2dPadding.hit(geo.padding > 0);
-  kConv2dStride.hit(geo.stride > 1);
+  const ConvGeometry geo = geometry_of(call, ConvRole::forward);
+  hit_conv_paths(geo, kConv2dPadding, kConv2dStride);
+  if constexpr (std::is_same_v<T, float>) {
+    return conv2d_f32(geo, call.real(0).data(), call.real(1).data(), call.output.real.data());
+  }
+  const std::int64_t cg = geo.c_per_group();
+  const std::int64_t og = geo.o_per_group();
   const T* in = call.real(0).data();
   const T* weight = call.real(1).data();
   T* out = call.output.real.data();
-  const std::int64_t rows = y.n * y.c * y.h;
-  parallel_chunks(rows, grain_for(y.w * x.c * w.h * w.w), [&](std::int64_t r0, std::int64_t r1) {
+  const std::int64_t rows = geo.n * geo.o * geo.oh;
+  parallel_chunks(rows, grain_for(geo.ow * geo.taps()), [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
-      const std::int64_t i = r % y.h;
-      const std::int64_t o = (r / y.h) % y.c;
-      const std::int64_t n = r / (y.h * y.c);
-      T* acc = out + r * y.w;
-      std::fill(acc, acc + y.w, T(0));
-      for (std::int64_t c = 0; c < x.c; ++c) {
-        for (std::int64_t a = 0; a < w.h; ++a) {
-          const std::int64_t ih = i * geo.stride + a - geo.padding;
-          if (ih < 0 || ih >= x.h) continue;
-          const T* x_row = in + ((n * x.c + c) * x.h + ih) * x.w;
-          for (std::int64_t b = 0; b < w.w; ++b) {
-            const T tap = weight[((o * w.c + c) * w.h + a) * w.w + b];
-            for (std::int64_t j = 0; j < y.w; ++j) {
-              const std::int64_t iw = j * geo.stride + b - geo.padding;
-              if (iw >= 0 && iw < x.w) acc[j] += x_row[iw] * tap;
+      const std::int64_t i = r % geo.oh;
+      const std::int64_t o = (r / geo.oh) % geo.o;
+      const std::int64_t n = r / (geo.oh * geo.o);
+      const std::int64_t c0 = (o / og) * cg;
+      T* acc = out + r * geo.ow;
+      std::fill(acc, acc + geo.ow, T(0));
+      for (std::int64_t cc = 0; cc < cg; ++cc) {
+        for (std::int64_t a = 0; a < geo.kh; ++a) {
+          const std::int64_t ih = i * geo.stride_h + a * geo.dil_h - geo.pad_h;
+          if (ih < 0 || ih >= geo.h) continue;
+          const T* x_row = in + ((n * geo.c + c0 + cc) * geo.h + ih) * geo.w;
+          for (std::int64_t b = 0; b < geo.kw; ++b) {
+            const T tap = weight[((o * cg + cc) * geo.kh + a) * geo.kw + b];
+            for (std::int64_t j = 0; j < geo.ow; ++j) {
+              const std::int64_t iw = j * geo.stride_w + b * geo.dil_w - geo.pad_w;
+              if (iw >= 0 && iw < geo.w) acc[j] += x_row[iw] * tap;
             }
           }
         }
@@ -98,37 +118,41 @@ void conv2d_kernel(const KernelCall<T>& call) {
 }
 
 // The transposed convolution, gathered per input element so no two tasks write one place:
-// dx[n,c,h,w] = sum_{o,a,b} g[n,o,(h+p-a)/s,(w+p-b)/s] * w[o,c,a,b] over taps landing on whole,
-// in-range output positions. One task per row (n, c, h).
+// dx[n,c,h,w] = sum_{o in c's group, a, b} g[n,o,(h+ph-a*dh)/sh,(w+pw-b*dw)/sw] * w[o,c',a,b] over
+// taps landing on whole, in-range output positions. One task per row (n, c, h).
 template <class T>
 void conv2d_input_grad_kernel(const KernelCall<T>& call) {
-  const Dims4 g(call.in_type(0).shape);
-  const Dims4 w(call.in_type(1).shape);
-  const Dims4 dx(call.output_type.shape);
-  const ConvGeometry geo(call.attrs());
-  kInputGradPadding.hit(geo.padding > 0);
-  kInputGradStride.hit(geo.stride > 1);
+  const ConvGeometry geo = geometry_of(call, ConvRole::input_grad);
+  hit_conv_paths(geo, kInputGradPadding, kInputGradStride);
+  if constexpr (std::is_same_v<T, float>) {
+    return conv2d_input_grad_f32(geo, call.real(0).data(), call.real(1).data(), call.output.real.data());
+  }
+  const std::int64_t cg = geo.c_per_group();
+  const std::int64_t og = geo.o_per_group();
   const T* grad = call.real(0).data();
   const T* weight = call.real(1).data();
   T* out = call.output.real.data();
-  const std::int64_t rows = dx.n * dx.c * dx.h;
-  parallel_chunks(rows, grain_for(dx.w * g.c * w.h * w.w), [&](std::int64_t r0, std::int64_t r1) {
+  const std::int64_t rows = geo.n * geo.c * geo.h;
+  parallel_chunks(rows, grain_for(geo.w * og * geo.kh * geo.kw), [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
-      const std::int64_t h = r % dx.h;
-      const std::int64_t c = (r / dx.h) % dx.c;
-      const std::int64_t n = r / (dx.h * dx.c);
-      T* acc = out + r * dx.w;
-      std::fill(acc, acc + dx.w, T(0));
-      for (std::int64_t o = 0; o < g.c; ++o) {
-        for (std::int64_t a = 0; a < w.h; ++a) {
-          const std::int64_t t = h + geo.padding - a;
-          if (t < 0 || t % geo.stride != 0 || t / geo.stride >= g.h) continue;
-          const T* g_row = grad + ((n * g.c + o) * g.h + t / geo.stride) * g.w;
-          for (std::int64_t b = 0; b < w.w; ++b) {
-            const T tap = weight[((o * w.c + c) * w.h + a) * w.w + b];
-            for (std::int64_t col = 0; col < dx.w; ++col) {
-              const std::int64_t u = col + geo.padding - b;
-              if (u >= 0 && u % geo.stride == 0 && u / geo.stride < g.w) acc[col] += g_row[u / geo.stride] * tap;
+      const std::int64_t h = r % geo.h;
+      const std::int64_t c = (r / geo.h) % geo.c;
+      const std::int64_t n = r / (geo.h * geo.c);
+      const std::int64_t o0 = (c / cg) * og;
+      const std::int64_t cc = c % cg;
+      T* acc = out + r * geo.w;
+      std::fill(acc, acc + geo.w, T(0));
+      for (std::int64_t o = o0; o < o0 + og; ++o) {
+        for (std::int64_t a = 0; a < geo.kh; ++a) {
+          const std::int64_t t = h + geo.pad_h - a * geo.dil_h;
+          if (t < 0 || t % geo.stride_h != 0 || t / geo.stride_h >= geo.oh) continue;
+          const T* g_row = grad + ((n * geo.o + o) * geo.oh + t / geo.stride_h) * geo.ow;
+          for (std::int64_t b = 0; b < geo.kw; ++b) {
+            const T tap = weight[((o * cg + cc) * geo.kh + a) * geo.kw + b];
+            for (std::int64_t col = 0; col < geo.w; ++col) {
+              const std::int64_t u = col + geo.pad_w - b * geo.dil_w;
+              if (u >= 0 && u % geo.stride_w == 0 && u / geo.stride_w < geo.ow)
+                acc[col] += g_row[u / geo.stride_w] * tap;
             }
           }
         }
@@ -137,40 +161,41 @@ void conv2d_input_grad_kernel(const KernelCall<T>& call) {
   });
 }
 
-// dw[o,c,a,b] = sum_{n,i,j} g[n,o,i,j] * x[n,c,i*s+a-p, j*s+b-p]. One task per (o, c) kernel slice;
-// each tap sums over (n, i, j) in order.
+// dw[o,c',a,b] = sum_{n,i,j} g[n,o,i,j] * x[n, g*Cg+c', i*sh+a*dh-ph, j*sw+b*dw-pw]. One task per
+// (o, c') kernel slice; each tap sums over (n, i, j) in order.
 template <class T>
 void conv2d_weight_grad_kernel(const KernelCall<T>& call) {
-  const Dims4 x(call.in_type(0).shape);
-  const Dims4 g(call.in_type(1).shape);
-  const Dims4 dw(call.output_type.shape);
-  const ConvGeometry geo(call.attrs());
-  kWeightGradPadding.hit(geo.padding > 0);
-  kWeightGradStride.hit(geo.stride > 1);
+  const ConvGeometry geo = geometry_of(call, ConvRole::weight_grad);
+  hit_conv_paths(geo, kWeightGradPadding, kWeightGradStride);
+  if constexpr (std::is_same_v<T, float>) {
+    return conv2d_weight_grad_f32(geo, call.real(0).data(), call.real(1).data(), call.output.real.data());
+  }
+  const std::int64_t cg = geo.c_per_group();
+  const std::int64_t og = geo.o_per_group();
   const T* in = call.real(0).data();
   const T* grad = call.real(1).data();
   T* out = call.output.real.data();
-  const std::int64_t slices = dw.n * dw.c;  // dw is [O, C, kh, kw]
-  parallel_chunks(slices, grain_for(dw.h * dw.w * g.n * g.h * g.w), [&](std::int64_t s0, std::int64_t s1) {
+  const std::int64_t slices = geo.o * cg;  // dw is [O, C/groups, kh, kw]
+  parallel_chunks(slices, grain_for(geo.kh * geo.kw * geo.n * geo.oh * geo.ow), [&](std::int64_t s0, std::int64_t s1) {
     for (std::int64_t s = s0; s < s1; ++s) {
-      const std::int64_t o = s / dw.c;
-      const std::int64_t c = s % dw.c;
-      for (std::int64_t a = 0; a < dw.h; ++a) {
-        for (std::int64_t b = 0; b < dw.w; ++b) {
+      const std::int64_t o = s / cg;
+      const std::int64_t c = (o / og) * cg + s % cg;
+      for (std::int64_t a = 0; a < geo.kh; ++a) {
+        for (std::int64_t b = 0; b < geo.kw; ++b) {
           T acc(0);
-          for (std::int64_t n = 0; n < g.n; ++n) {
-            const T* x_plane = in + (n * x.c + c) * x.h * x.w;
-            const T* g_plane = grad + (n * g.c + o) * g.h * g.w;
-            for (std::int64_t i = 0; i < g.h; ++i) {
-              const std::int64_t ih = i * geo.stride + a - geo.padding;
-              if (ih < 0 || ih >= x.h) continue;
-              for (std::int64_t j = 0; j < g.w; ++j) {
-                const std::int64_t iw = j * geo.stride + b - geo.padding;
-                if (iw >= 0 && iw < x.w) acc += g_plane[i * g.w + j] * x_plane[ih * x.w + iw];
+          for (std::int64_t n = 0; n < geo.n; ++n) {
+            const T* x_plane = in + (n * geo.c + c) * geo.h * geo.w;
+            const T* g_plane = grad + (n * geo.o + o) * geo.oh * geo.ow;
+            for (std::int64_t i = 0; i < geo.oh; ++i) {
+              const std::int64_t ih = i * geo.stride_h + a * geo.dil_h - geo.pad_h;
+              if (ih < 0 || ih >= geo.h) continue;
+              for (std::int64_t j = 0; j < geo.ow; ++j) {
+                const std::int64_t iw = j * geo.stride_w + b * geo.dil_w - geo.pad_w;
+                if (iw >= 0 && iw < geo.w) acc += g_plane[i * geo.ow + j] * x_plane[ih * geo.w + iw];
               }
             }
           }
-          out[(s * dw.h + a) * dw.w + b] = acc;
+          out[(s * geo.kh + a) * geo.kw + b] = acc;
         }
       }
     }
