@@ -61,7 +61,9 @@ double kernel_seconds(const vk::Program& program) {
   return std::max(microseconds * 1e-6, 1e-9);
 }
 
-void run_op(benchmark::State& state, const bench::OpCase& c) {
+// `own_case`: prepare c itself (bench::prepared() keeps one case per op, and the conv cases below
+// hold several of one op).
+void run_op(benchmark::State& state, const bench::OpCase& c, bool own_case = false) {
   const Device& d = device();
   if (!d.ctx) {
     state.SkipWithError(("no Vulkan device: " + d.error).c_str());
@@ -70,7 +72,7 @@ void run_op(benchmark::State& state, const bench::OpCase& c) {
   std::shared_ptr<const bench::PreparedCase> p;
   std::optional<vk::Program> program;
   try {
-    p = bench::prepared(c);
+    p = own_case ? std::make_shared<const bench::PreparedCase>(bench::prepare_case(c)) : bench::prepared(c);
     program.emplace(d.ctx, p->graph, vk::ProgramOptions{.timestamps = true});
     benchmark::DoNotOptimize(program->run(p->inputs));
   } catch (const std::exception& e) {
@@ -153,6 +155,64 @@ int register_all(bench::CaseSize size, int iterations) {
   return registered;
 }
 
+// The convolutions of the CNN workloads (W7_small: batch 64 of 8x8 images, 1->16 and 16->32
+// channels; W7: batch 128 of 32x32, 16->16 and 64->64; 3x3 kernels, stride 1, padding 1), each op
+// next to the matmul of its implicit GEMM's shape, so their GFLOP/s compare directly:
+//   vk_conv/conv2d/<x>,<w>              matmul [O, C*9] x [C*9, N*H*W]
+//   vk_conv/conv2d_input_grad/<g>,<w>   matmul [C, O*9] x [O*9, N*H*W]
+//   vk_conv/conv2d_weight_grad/<x>,<g>  matmul [O, N*H*W] x [N*H*W, C*9]
+int register_conv_cases(int iterations) {
+  struct Shape4 {
+    std::int64_t n, c, o, side;
+  };
+  const Shape4 shapes[] = {{64, 1, 16, 8}, {64, 16, 32, 8}, {128, 16, 16, 32}, {128, 64, 64, 32}};
+  const auto f32 = [](Shape s) { return TensorType{DType::f32, std::move(s)}; };
+  const auto real = ValueDomain::real_range(-2, 2);
+  const Attrs conv{{"dilation", AttrValue{std::vector<std::int64_t>{1, 1}}},
+                   {"groups", AttrValue{std::int64_t{1}}},
+                   {"padding", AttrValue{std::vector<std::int64_t>{1, 1}}},
+                   {"stride", AttrValue{std::vector<std::int64_t>{1, 1}}}};
+  int registered = 0;
+  const auto add = [&](OpId op, OpSample sample) {
+    // Not bench::typed_case: its 2^25-element cap would drop the largest weight gradient's matmul,
+    // whose [N*H*W, C*9] operand is the 75M-element im2col matrix the convolution never stores.
+    std::optional<bench::OpCase> c;
+    try {
+      TensorType out = infer_type(op, sample.attrs, sample.inputs);
+      std::int64_t inputs = 0;
+      for (const TensorType& t : sample.inputs) inputs += t.size();
+      const std::int64_t elements = inputs + out.size();
+      c = bench::OpCase{op, std::move(sample), std::move(out), inputs, elements, false};
+    } catch (const std::exception& e) {
+      std::cerr << "vk_ops_bench: skipping a " << op_name(op) << " conv case: " << e.what() << "\n";
+      return;
+    }
+    const std::string name = "vk_conv/" + std::string(op_name(op)) + "/" + bench::case_name(*c);
+    benchmark::RegisterBenchmark(name.c_str(), [c = *c](benchmark::State& s) { run_op(s, c, true); })
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond)
+        ->Iterations(iterations);
+    ++registered;
+  };
+  for (const Shape4& s : shapes) {
+    const Shape image{s.n, s.c, s.side, s.side}, grad{s.n, s.o, s.side, s.side}, weight{s.o, s.c, 3, 3};
+    const std::int64_t pixels = s.n * s.side * s.side;
+    add(op::Conv2d, OpSample{conv, {f32(image), f32(weight)}, {real, real}});
+    add(op::Matmul, OpSample{{}, {f32({s.o, s.c * 9}), f32({s.c * 9, pixels})}, {real, real}});
+    Attrs input_grad = conv;
+    input_grad.set("height", s.side);
+    input_grad.set("width", s.side);
+    add(op::Conv2dInputGrad, OpSample{std::move(input_grad), {f32(grad), f32(weight)}, {real, real}});
+    add(op::Matmul, OpSample{{}, {f32({s.c, s.o * 9}), f32({s.o * 9, pixels})}, {real, real}});
+    Attrs weight_grad = conv;
+    weight_grad.set("kernel_h", std::int64_t{3});
+    weight_grad.set("kernel_w", std::int64_t{3});
+    add(op::Conv2dWeightGrad, OpSample{std::move(weight_grad), {f32(image), f32(grad)}, {real, real}});
+    add(op::Matmul, OpSample{{}, {f32({s.o, pixels}), f32({pixels, s.c * 9})}, {real, real}});
+  }
+  return registered;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -160,7 +220,7 @@ int main(int argc, char** argv) {
   const bench::CaseSize size = bench::take_size_flag(argc, argv);
   const int iterations = take_iterations_flag(argc, argv, size);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  if (register_all(size, iterations) == 0) {
+  if (register_all(size, iterations) + register_conv_cases(iterations) == 0) {
     std::cerr << "vk_ops_bench: no op could be benchmarked\n";
     return 1;
   }

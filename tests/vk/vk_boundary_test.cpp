@@ -2,8 +2,9 @@
 // of their launch logic: the grid-stride cap (256 x 65535 items), sum_to_shape's modes (32/33 terms,
 // 256/257, 1024/1025 outputs, 128/129-term contiguous rows, the row form's 256/257 rows, one or two
 // dispatches at 2048/2049 blocks) bit for bit against the f32 interpreter, matmul's tile multiples
-// and tilings, split-K thresholds and the long-K split (32767/32771), conv2d's and scatter_add's
-// serial, workgroup and split modes, and pooling's serial threshold. Each test asserts from the
+// and tilings, split-K thresholds and the long-K split (32767/32771), the convolutions' implicit
+// GEMM tile, slice, split-K and loop-limit edges, scatter_add's serial, workgroup and split modes,
+// and pooling's serial threshold. Each test asserts from the
 // dispatch labels that the paths it names ran. The sizes a lavapipe run of about a second cannot
 // reach run with TG_VK_LARGE=1 (LargeRowsAtLavapipeSizes).
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "support/library.h"
+#include "vk/kernels/kernels.h"
 #include "vk_boundary_check.h"
 #include "vk_oracle_check.h"
 #include "vk_test_support.h"
@@ -130,19 +132,34 @@ TEST_F(VkTest, BoundaryConvolutionAndScatterAddSums) {
     in.emplace(name, random_f32(shape, ++seed));
     return b.input(name, {DType::f32, std::move(shape)});
   };
-  // conv2d: C*kh*kw terms per output; serial to 4096, a workgroup to 8192, then chunks (1 output).
-  for (const std::int64_t c : {4096, 4097, 8192, 8193}) {
-    const std::string tag = std::to_string(c);
-    b.output("conv" + tag, conv2d(input("cx" + tag, {1, c, 1, 1}), input("cw" + tag, {1, c, 1, 1})));
+  // The convolutions' implicit GEMM (conv_gemm.cpp): M (output channels) and NC (pixels) at the
+  // 64-wide tile edge, the forward's K = C at the 16-deep slice edge (16: vec4 A rows; 17:
+  // scalar), one tile's weight-gradient K = N*OH*OW at the few-tiles split (255 unsplit, 256 in
+  // four ranges), and a 17-tile forward at the work split (K 1023 unsplit, 1024 ragged ranges);
+  // all of them filling at least an eighth of their tiles, and one thin product either side of
+  // that share (M 8 of a 64x64 tile: tiled; M 7: one invocation per output).
+  for (const std::int64_t e : {64, 65}) {
+    const std::string tag = std::to_string(e);
+    b.output("conv_m" + tag, conv2d(input("mx" + tag, {1, 3, 4, 4}), input("mw" + tag, {e, 3, 1, 1})));
+    b.output("conv_n" + tag, conv2d(input("nx" + tag, {1, 3, 1, e}), input("nw" + tag, {16, 3, 1, 1})));
   }
-  // conv2d_weight_grad: N*OH*OW terms; serial to 256.
-  for (const std::int64_t h : {256, 257, 8192, 8193}) {
+  for (const std::int64_t c : {16, 17}) {
+    const std::string tag = std::to_string(c);
+    b.output("conv_k" + tag, conv2d(input("kx" + tag, {2, c, 8, 8}), input("kw" + tag, {16, c, 1, 1})));
+  }
+  for (const std::int64_t h : {255, 256}) {
     const std::string tag = std::to_string(h);
     b.output("wgrad" + tag,
-             conv2d_weight_grad(input("wx" + tag, {1, 1, h, 1}), input("wg" + tag, {1, 1, h, 1}), 1, 1, {}));
+             conv2d_weight_grad(input("wx" + tag, {1, 16, h, 1}), input("wg" + tag, {1, 32, h, 1}), 1, 1, {}));
   }
-  // conv2d_input_grad: O*kh*kw terms.
-  b.output("igrad8193", conv2d_input_grad(input("ig", {1, 8193, 1, 1}), input("iw", {8193, 1, 1, 1}), 1, 1, {}));
+  for (const std::int64_t c : {1023, 1024}) {
+    const std::string tag = std::to_string(c);
+    b.output("conv_work" + tag, conv2d(input("sx" + tag, {1, c, 1, 17 * 64}), input("sw" + tag, {16, c, 1, 1})));
+  }
+  for (const std::int64_t m : {7, 8}) {
+    const std::string tag = std::to_string(m);
+    b.output("conv_thin" + tag, conv2d(input("tx" + tag, {1, 5, 8, 8}), input("tw" + tag, {m, 5, 1, 1})));
+  }
   // scatter_add: K terms per output (6 outputs); serial to 256, then a workgroup, then chunks.
   BoundaryCheck check;
   for (const std::int64_t k : {256, 257, 8192, 8193}) {
@@ -154,12 +171,31 @@ TEST_F(VkTest, BoundaryConvolutionAndScatterAddSums) {
     check.exact.push_back("scatter" + tag);
   }
   const auto labels = check_boundaries(ctx, b.take(), in, check);
-  EXPECT_EQ(labels.at("conv2d (chunks)"), 1u);
-  EXPECT_EQ(labels.at("conv2d (chunk sum)"), 1u);
-  EXPECT_EQ(labels.at("conv2d_weight_grad (chunks)"), 1u);
-  EXPECT_EQ(labels.at("conv2d_input_grad (chunks)"), 1u);
+  EXPECT_EQ(labels.at("conv2d (split-K)"), 1u);  // K 1024 of 17 tiles
+  EXPECT_EQ(labels.at("conv2d (split-K sum)"), 1u);
+  EXPECT_EQ(labels.at("conv2d_weight_grad (split-K)"), 1u);  // K 256 of one tile
+  EXPECT_EQ(labels.at("conv2d_weight_grad (split-K sum)"), 1u);
+  EXPECT_EQ(labels.at("conv2d"), 9u);  // the unsplit ones, the thin pair included
   EXPECT_EQ(labels.at("scatter_add (chunks)"), 1u);
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+// The convolutions' loop-limit ranges, planned only (a run would take hours on lavapipe): with
+// 4096 tiles no split pays, and a K of 32768 = 2048 slices is one range; one more term gives two
+// ranges (the last shorter), each within the loop budget.
+TEST(VkBoundaryPlans, ConvolutionKRangesForTheLoopLimit) {
+  for (const std::int64_t c : {32768, 32769}) {
+    SCOPED_TRACE("C " + std::to_string(c));
+    GraphBuilder b("conv_long_k");
+    TracingScope scope(b);
+    b.output("y", conv2d(b.input("x", {DType::f32, {1, c, 64, 256}}), b.input("w", {DType::f32, {1024, c, 1, 1}})));
+    const Graph g = b.take();
+    const Node& node = g.nodes().back();
+    const KernelLaunch launch = kernel_plan_table()[static_cast<std::size_t>(node.op)](g, node);
+    EXPECT_LE(launch.loop_passes, kLoopBudget);
+    EXPECT_EQ(launch.then.size(), c > 32768 ? 1u : 0u);
+    EXPECT_EQ(launch.items, std::uint64_t{4096} * 256 * (c > 32768 ? 2 : 1));
+  }
 }
 
 // max_pool2d: a window of 64 x 64 taps is one invocation's, 65 x 65 a workgroup's; the gradient:

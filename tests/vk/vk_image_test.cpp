@@ -1,7 +1,8 @@
 // The image family (conv2d, conv2d_input_grad, conv2d_weight_grad, max_pool2d, max_pool2d_grad) on
 // the Vulkan executor against the f64 oracle: the ops' own samples, their gradient graphs (first
-// and, through the convolution adjoints, second order), both shader modes of every op (one
-// invocation per output element, and one workgroup per element for long sums and large windows),
+// and, through the convolution adjoints, second order), the convolutions' geometry (per-axis
+// strides and padding, dilation, groups) across the implicit GEMM's tiles, K slices and split-K,
+// pooling's two shader modes (one invocation per output element, one workgroup for large windows),
 // edge shapes (1x1 kernels and images, stride above the kernel, windows entirely in the padding,
 // empty channel and batch dims), a grid-stride loop past the executor's 65535 workgroups, pooling
 // ties, NaN, signed zeros and infinities routed as the interpreter routes them, and the refusal of
@@ -139,43 +140,76 @@ TEST_F(VkTest, ImageGradientGraphsMatchTheF64Oracle) {
   }
 }
 
-// Sums past the one-invocation limits (4096 terms for conv2d and its input gradient, 256 for the
-// weight gradient) take the workgroup tree; short ones of the same ops, in the same graph, the
-// serial path. Strides 1 to 3 and padding 0 to 2, so taps are skipped at every border.
-TEST_F(VkTest, ImageConvolutionsBothModesStridesAndPadding) {
-  auto ctx = make_context();
-  struct Case {
-    Shape x, w;
-    std::int64_t stride, padding;
-  };
-  const Case cases[] = {
-      {{2, 3, 9, 11}, {4, 3, 3, 2}, 1, 1},     // short sums
-      {{1, 2, 7, 7}, {3, 2, 3, 3}, 2, 2},      // stride 2, wide padding
-      {{2, 1, 10, 8}, {2, 1, 2, 3}, 3, 1},     // stride above the kernel width: columns skipped
-      {{1, 600, 4, 5}, {2, 600, 3, 3}, 1, 1},  // conv2d: 5400 terms (tree)
-      {{2, 2, 5, 4}, {700, 2, 3, 3}, 2, 1},    // conv2d_input_grad: 6300 candidate taps (tree)
-      {{3, 2, 40, 37}, {2, 2, 3, 3}, 1, 1},    // conv2d_weight_grad: 3*40*37 = 4440 terms (tree)
-  };
+// PyTorch's geometry across the implicit GEMM's edges (conv_gemm.cpp), each case running conv2d and
+// both adjoints against the oracle: channels not multiples of 4 (scalar A loads and C stores),
+// per-axis strides above the kernel, dilations 2 and 3, depthwise (groups = channels) and groups 2
+// and 3, kernels larger than the image with padding, 1x1 kernels, batch 1, and products spanning
+// several tiles in M and in NC, several K slices, and split-K (ragged and even ranges).
+struct ConvCase {
+  Shape x, w;
+  Pair2d stride = 1;
+  Conv2dPadding padding = 0;
+  Pair2d dilation = 1;
+  std::int64_t groups = 1;
+};
+
+void check_conv_cases(const std::shared_ptr<Context>& ctx, const std::vector<ConvCase>& cases, std::uint32_t seed) {
   int index = 0;
-  for (const Case& k : cases) {
-    SCOPED_TRACE("case " + std::to_string(index));
+  for (const ConvCase& k : cases) {
+    SCOPED_TRACE("case " + std::to_string(index) + ": x " + shape_to_string(k.x) + " w " + shape_to_string(k.w));
     GraphBuilder b("conv_" + std::to_string(index));
     TracingScope scope(b);
     Tensor x = b.input("x", {DType::f32, k.x});
     Tensor w = b.input("w", {DType::f32, k.w});
-    const Conv2dOptions opts{.stride = k.stride, .padding = k.padding};
+    const Conv2dOptions opts{.stride = k.stride, .padding = k.padding, .dilation = k.dilation, .groups = k.groups};
     Tensor y = conv2d(x, w, opts);
     Tensor g = b.input("g", y.type());
     b.output("y", y);
     b.output("dx", conv2d_input_grad(g, w, k.x[2], k.x[3], opts));
     b.output("dw", conv2d_weight_grad(x, g, k.w[2], k.w[3], opts));
     const Graph graph = b.take();
-    const TensorMap in{{"x", random_f32(k.x, 100 + index)},
-                       {"w", random_f32(k.w, 200 + index)},
-                       {"g", random_f32(graph.type(*graph.find_output("y")).shape, 300 + index)}};
+    const TensorMap in{{"x", random_f32(k.x, seed + index)},
+                       {"w", random_f32(k.w, seed + 100 + index)},
+                       {"g", random_f32(graph.type(*graph.find_output("y")).shape, seed + 200 + index)}};
     check_one(ctx, graph, in);
     ++index;
   }
+}
+
+TEST_F(VkTest, ImageConvolutionGeometries) {
+  auto ctx = make_context();
+  check_conv_cases(ctx,
+                   {
+                       {{2, 3, 9, 11}, {4, 3, 3, 2}, 1, 1},                       // channels off vec4, odd planes
+                       {{1, 2, 7, 7}, {3, 2, 3, 3}, 2, 2},                        // stride 2, wide padding
+                       {{2, 1, 10, 8}, {2, 1, 2, 3}, {3, 4}, {1, 0}},             // strides above the kernel
+                       {{2, 4, 12, 10}, {6, 4, 3, 3}, 1, {2, 1}, {2, 3}},         // dilations 2 and 3
+                       {{2, 8, 9, 9}, {8, 1, 3, 3}, 1, 1, 1, 8},                  // depthwise
+                       {{2, 6, 8, 7}, {4, 3, 3, 3}, {2, 1}, 1, 1, 2},             // groups 2, per-axis stride
+                       {{1, 9, 6, 6}, {6, 3, 1, 1}, 1, 0, 1, 3},                  // groups 3, 1x1
+                       {{2, 4, 15, 13}, {4, 2, 3, 2}, 2, {3, 1}, 3, 2},           // dilated, strided, grouped
+                       {{1, 2, 3, 3}, {2, 2, 5, 5}, 1, 2},                        // kernel larger than the image
+                       {{1, 5, 4, 4}, {7, 5, 1, 1}},                              // batch 1, 1x1
+                       {{3, 12, 2, 4}, {8, 6, 2, 1}, {1, 3}, {1, 0}, {2, 1}, 2},  // non-square everything
+                   },
+                   100);
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+// Products spanning tiles (M 70 and 65: two row tiles; NC past 64), K slices (17 and 180 taps) and
+// split-K: the weight gradients' K = N*OH*OW splits into ranges (even and ragged), the forward's
+// long C*KH*KW of one tile too.
+TEST_F(VkTest, ImageConvolutionTilesAndSplitK) {
+  auto ctx = make_context();
+  check_conv_cases(ctx,
+                   {
+                       {{2, 20, 17, 19}, {70, 20, 3, 3}, 1, 1},       // 2 x 11 tiles, K 180, dW split ragged
+                       {{4, 17, 8, 8}, {65, 17, 1, 1}, 1, 0},         // M 65, K 17; dW K 256 in 4 ranges
+                       {{1, 300, 3, 3}, {2, 300, 3, 3}, 1, 1},        // forward K 2700 of one tile: split
+                       {{2, 3, 24, 24}, {64, 3, 3, 3}, 1, 1},         // exactly one row tile, dW K 1152
+                       {{2, 16, 16, 16}, {32, 4, 3, 3}, 1, 1, 1, 4},  // groups 4, split dW per group
+                   },
+                   400);
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 
@@ -214,43 +248,51 @@ TEST_F(VkTest, ImageConvolutionEdgeShapes) {
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 
-// Grid-stride loops past the executor's 65535 workgroups. Serial mode: more than 65535 * 256
-// output elements, from a strided transposed convolution whose 4097x4097 output is mostly out of
-// reach of any tap (so the operands stay small); taps land on every 64th row and column, the last
-// of them in the grid's second pass. Workgroup mode: 66049 weight elements of 257 terms each. On
-// lavapipe a workgroup costs ~70 us however little it does, so that half (~5 s there) runs on GPUs
-// only; the serial half (~3 s on lavapipe) runs everywhere.
+// The tile loop past the workgroup cap. Everywhere: three ops of several tiles, groups and K
+// ranges each, under a cap of 3 workgroups (ProgramOptions::max_workgroups). On GPUs also at the
+// executor's 65535: a depthwise 1x1 convolution of 65537 groups is 65537 one-tile products, the
+// last one in workgroup 0's second pass (lavapipe takes minutes over 65537 workgroups).
 TEST_F(VkTest, ImageGridStrideWrapsPastTheWorkgroupLimit) {
   auto ctx = make_context();
-  const bool on_gpu = ctx->info().type != DeviceType::cpu;
-  GraphBuilder b("conv_wrap");
-  TracingScope scope(b);
-  Tensor g = b.input("g", {DType::f32, {1, 2, 65, 65}});
-  Tensor w = b.input("w", {DType::f32, {2, 1, 1, 1}});
-  b.output("dx", conv2d_input_grad(g, w, 4097, 4097, {.stride = 64}));
-  TensorMap in{{"g", random_f32({1, 2, 65, 65}, 1)}, {"w", random_f32({2, 1, 1, 1}, 2)}};
-  if (on_gpu) {
-    Tensor x = b.input("x", {DType::f32, {1, 257, 1, 257}});
-    Tensor gy = b.input("gy", {DType::f32, {1, 257, 1, 257}});
-    b.output("dw", conv2d_weight_grad(x, gy, 1, 1, {}));
-    in.emplace("x", random_f32({1, 257, 1, 257}, 3));
-    in.emplace("gy", random_f32({1, 257, 1, 257}, 4));
+  {
+    GraphBuilder b("conv_capped");
+    TracingScope scope(b);
+    Tensor x = b.input("x", {DType::f32, {2, 6, 9, 10}});
+    Tensor w = b.input("w", {DType::f32, {70, 3, 3, 3}});
+    const Conv2dOptions opts{.padding = 1, .groups = 2};
+    Tensor y = conv2d(x, w, opts);
+    Tensor g = b.input("g", y.type());
+    b.output("y", y);
+    b.output("dx", conv2d_input_grad(g, w, 9, 10, opts));
+    b.output("dw", conv2d_weight_grad(x, g, 3, 3, opts));
+    const Graph graph = b.take();
+    const TensorMap in{{"x", random_f32({2, 6, 9, 10}, 1)},
+                       {"w", random_f32({70, 3, 3, 3}, 2)},
+                       {"g", random_f32(graph.type(*graph.find_output("y")).shape, 3)}};
+    const InterpResult oracle = interpret(graph, in, {.compute = ComputeType::f64, .keep_all_values = true});
+    const double tol = f32_tolerance(graph, oracle);
+    Program program(ctx, graph, {.max_workgroups = 3});
+    const TensorMap got = program.run(in);
+    for (const auto& [name, want] : oracle.outputs) {
+      const auto v = got.at(name).to_f64();
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < v.size(); ++i) bad += std::fabs(v[i] - want.at(i)) <= tol ? 0 : 1;
+      EXPECT_EQ(bad, 0u) << name;
+    }
   }
-  const Graph graph = b.take();
-  const InterpResult oracle = interpret(graph, in, {.compute = ComputeType::f64, .keep_all_values = true});
-  const double tol = f32_tolerance(graph, oracle);
-  Program program(ctx, graph);
-  const TensorMap got = program.run(in);
-  for (const auto& [name, want] : oracle.outputs) {
-    const auto v = got.at(name).to_f64();
-    ASSERT_EQ(v.size(), want.size());
-    std::size_t bad = 0;
-    for (std::size_t i = 0; i < v.size(); ++i) bad += std::fabs(v[i] - want.at(i)) <= tol ? 0 : 1;
-    EXPECT_EQ(bad, 0u) << name;
+  if (ctx->info().type != DeviceType::cpu) {
+    constexpr std::int64_t kGroups = 65537;
+    GraphBuilder b("conv_wrap");
+    TracingScope scope(b);
+    Tensor x = b.input("x", {DType::f32, {1, kGroups, 1, 2}});
+    Tensor w = b.input("w", {DType::f32, {kGroups, 1, 1, 1}});
+    b.output("y", conv2d(x, w, {.groups = kGroups}));
+    const TensorMap in{{"x", random_f32({1, kGroups, 1, 2}, 1)}, {"w", random_f32({kGroups, 1, 1, 1}, 2)}};
+    const Graph graph = b.take();
+    check_one(ctx, graph, in);
+    Program program(ctx, graph);
+    EXPECT_NE(program.run(in).at("y").at(2 * kGroups - 1), 0.0);  // the last group's, in the wrapped pass
   }
-  const std::size_t last = 4097u * 4097u - 1;  // row 4096, column 4096: a tap, in the wrapped pass
-  EXPECT_GT(last, 65535u * 256u);
-  EXPECT_NE(got.at("dx").at(last), 0.0);
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 

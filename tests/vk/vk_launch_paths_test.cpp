@@ -297,7 +297,8 @@ TEST_F(VkTest, LaunchPathsFusedAndOwnKernels) {
 }
 
 // Forms the random graphs seldom draw: an empty K, a fused abs, fused windows cut by the shader's
-// step limit and by its output limit, and an input gradient long enough for a workgroup per output.
+// step limit and by its output limit, and an input gradient of one tile whose K (O x kh x kw) splits
+// into ranges.
 TEST_F(VkTest, LaunchPathsSeldomDrawnForms) {
   auto ctx = make_context();
   GraphBuilder b("paths_seldom");
@@ -317,7 +318,8 @@ TEST_F(VkTest, LaunchPathsSeldomDrawnForms) {
   EXPECT_PATH(hits, "vulkan/abs/fused");
   EXPECT_PATH(hits, "vulkan/fusion/cut_at_limit");
   EXPECT_PATH(hits, "vulkan/fusion/cut_at_outputs");
-  EXPECT_PATH(hits, "vulkan/conv2d_input_grad/workgroup_per_output");
+  EXPECT_PATH(hits, "vulkan/conv2d_input_grad/gemm_ragged_k");
+  EXPECT_PATH(hits, "vulkan/conv2d_input_grad/gemm_split_k_sum");
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 

@@ -135,21 +135,21 @@ class ScopedLoopLimitForTesting {
 };
 
 // ---- launch choices at test scale ----
-// Four launch choices switch at sizes CI's random graphs cannot hold: matmul takes large tiles
+// Five launch choices switch at sizes CI's random graphs cannot hold: matmul takes large tiles
 // from kLargeTileMin (64) tiles of 128x128 (a 1024x1024 output), a split reduction's combine takes
 // a workgroup past 32 chunks of 8192 terms (262,144), sum_to_shape takes block partials past 2048
-// blocks of 256 terms (524,288), and max_pool2d a workgroup per output past 4096 compares (a 65x65
-// window; conv2d likewise past 4096 terms an output). They are performance choices: both sides
-// compute the values the oracle checks. While a ScopedSmallLaunchThresholdsForTesting lives they
-// switch at 1 large tile, 2 chunks, 4 blocks, 8 compares and 16 terms, so the property suites run
-// both sides on small graphs.
+// blocks of 256 terms (524,288), max_pool2d a workgroup per output past 4096 compares (a 65x65
+// window), and a convolution of few tiles splits K from 256 terms. They are performance choices:
+// both sides compute the values the oracle checks. While a ScopedSmallLaunchThresholdsForTesting
+// lives they switch at 1 large tile, 2 chunks, 4 blocks, 8 compares and a K of 32, so the property
+// suites run both sides on small graphs.
 struct LaunchThresholds {
   std::uint64_t large_tile_min_tiles = 64;
   std::uint64_t serial_combine_max_parts = 32;
   std::uint64_t one_dispatch_max_blocks = 2048;
-  std::int64_t serial_pool_max_compares = 4096;     // max_pool2d: one invocation per output up to here
-  std::int64_t serial_conv_max_terms = 4096;        // conv2d, conv2d_input_grad: the same
-  std::int64_t serial_weight_grad_max_terms = 256;  // conv2d_weight_grad: the same
+  std::int64_t serial_pool_max_compares = 4096;  // max_pool2d: one invocation per output up to here
+  // conv2d and its gradients (conv_gemm.cpp): a product of at most 16 tiles splits K from here.
+  std::int64_t conv_few_tiles_split_min_k = 256;
 };
 // The thresholds in force (the defaults unless a test scope below lives).
 const LaunchThresholds& launch_thresholds();

@@ -14,8 +14,7 @@ ScopedSmallLaunchThresholdsForTesting::ScopedSmallLaunchThresholdsForTesting() :
   g_thresholds.serial_combine_max_parts = 2;
   g_thresholds.one_dispatch_max_blocks = 4;
   g_thresholds.serial_pool_max_compares = 8;
-  g_thresholds.serial_conv_max_terms = 16;
-  g_thresholds.serial_weight_grad_max_terms = 16;
+  g_thresholds.conv_few_tiles_split_min_k = 32;
 }
 
 ScopedSmallLaunchThresholdsForTesting::~ScopedSmallLaunchThresholdsForTesting() { g_thresholds = previous_; }
