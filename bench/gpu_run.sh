@@ -32,10 +32,18 @@
 #      Vulkan next to PyTorch with the mirror's attention and with scaled_dot_product_attention
 #      (eager, CUDA graph, torch.compile), the largest W6 batch each side fits, attention.md
 #      (bench/attention_report.py). Bounded by TG_ATTENTION_SECONDS (default 550).
-# Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir> [all|train|w6|large|vk|ckpt|mixed|curve|units|attention]
+#  12. (`conv`) the convolution kernels (tg_vk_ops_bench's vk_conv/ cases, each next to the matmul of
+#      its GEMM's shape) and PyTorch's cuDNN at the same shapes (bench/pytorch_conv_ops.py), then the
+#      conv tests on the GPU.
+#  11. (`w7`) the CNNs W7 (ResNet-style, batch 128) and W7_small (the small CNN, batch 64): tg_train_bench's
+#      train/vulkan/W7[_small] next to pytorch_train.py's CUDA eager and CUDA graph, then train/interp_f32
+#      next to PyTorch CPU on the machine's cores, then tg_profile_step W7 W7_small (device time per op
+#      kind); w7.md holds compare.py's tables and the profile. Bounded by TG_W7_SECONDS (default 500).
+# Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir> [all|train|w6|large|vk|ckpt|mixed|curve|units|attention|w7|conv]
 # The build dir must hold tests/tg_vk_tests and bench/tg_vk_{workloads,ops}_bench (Release), and
 # bench/libbenchmark.so.1debian when the machine lacks Google Benchmark; for `w6`,
-# bench/tg_train_bench and bench/tg_w6_capacity (and the libbenchmark copy), the same for `attention`; for `ckpt`,
+# bench/tg_train_bench and bench/tg_w6_capacity (and the libbenchmark copy), the same for `attention`; for `w7`,
+# bench/tg_train_bench and bench/tg_profile_step (and the libbenchmark copy); for `ckpt`,
 # bench/tg_train_bench, bench/tg_interp_parallel_bench and bench/libbenchmark.so.1debian only.
 set -uo pipefail
 build=${1:?build dir}
@@ -64,6 +72,40 @@ if [ "$what" = train ]; then
   python3 bench/pytorch_train.py --device cuda --out "$out/torch_train_cuda.json"
   python3 bench/compare.py "$out/train.json" "$out/torch_train_cuda.json" --ours train/vulkan | tee "$out/train_vulkan.md"
   python3 bench/compare.py "$out/train.json" "$out/torch_train_cuda.json" --ours train/interp_f32 >"$out/train_interp.md"
+  exit 0
+fi
+
+if [ "$what" = conv ]; then
+  # The convolution kernels next to their same-shape matmuls (vk_conv/ cases) and PyTorch's cuDNN
+  # at the same shapes (fp32, TF32 off), then the conv tests on the GPU (validation off: the
+  # machine's layer predates some of the driver's extensions).
+  timeout 200 "$build/bench/tg_vk_ops_bench" --benchmark_filter='^vk_conv/' --benchmark_out="$out/conv_vk.json" $J
+  timeout 120 python3 bench/pytorch_conv_ops.py --device cuda --out "$out/conv_torch.json" | tee "$out/conv.md"
+  TG_VK_VALIDATION=0 timeout 200 "$build/tests/tg_vk_tests" \
+    --gtest_filter='VkTest.Image*:VkTest.BoundaryConv*:Registry/BoundarySweep.*/conv2d*' | tail -5
+  echo "conv: $SECONDS s"
+  exit 0
+fi
+
+if [ "$what" = w7 ]; then
+  deadline=$((SECONDS + ${TG_W7_SECONDS:-500}))
+  # left CAP [RESERVE]: seconds for the next command: at most CAP, leaving RESERVE for what follows.
+  left() { local l=$((deadline - SECONDS - ${2:-0})); ((l > $1)) && l=$1; ((l < 5)) && l=5; echo $l; }
+  B="$build/bench/tg_train_bench"
+  echo "== W7, W7_small: Vulkan"
+  timeout "$(left 120 330)" "$B" '--benchmark_filter=^train/vulkan/W7(_small)?/' --benchmark_out="$out/w7_vk.json" $J
+  echo "== W7, W7_small: PyTorch CUDA eager and graph"
+  timeout "$(left 90 240)" python3 bench/pytorch_train.py --device cuda --workloads W7,W7_small \
+    --out "$out/w7_torch_cuda.json"
+  python3 bench/compare.py "$out/w7_vk.json" "$out/w7_torch_cuda.json" --ours train/vulkan | tee "$out/w7.md"
+  echo "== W7, W7_small: interp_f32 next to PyTorch CPU ($(nproc) cores)"
+  timeout "$(left 120 120)" "$B" '--benchmark_filter=^train/interp_f32/W7(_small)?/' --benchmark_out="$out/w7_cpu_tg.json" $J
+  timeout "$(left 90 60)" python3 bench/pytorch_train.py --device cpu --workloads W7,W7_small \
+    --out "$out/w7_torch_cpu.json"
+  python3 bench/compare.py "$out/w7_cpu_tg.json" "$out/w7_torch_cpu.json" --ours train/interp_f32 | tee -a "$out/w7.md"
+  echo "== where a step goes (Vulkan timestamps)"
+  timeout "$(left 60)" "$build/bench/tg_profile_step" W7 W7_small | tee -a "$out/w7.md"
+  echo "w7: $SECONDS s"
   exit 0
 fi
 

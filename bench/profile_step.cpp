@@ -6,8 +6,9 @@
 // then the time per op kind, largest first, and with --dispatches every dispatch in order. Inputs
 // are placeholders of the right types (the params from the init, zeros elsewhere): the kernels'
 // timing does not depend on the values.
-//   tg_profile_step [--dispatches] [W1|W2|W2_small|W6|W2_bf16|W6_bf16]...  (default: W1, W2_small, W2;
-//   --help lists them; _bf16: the step under bf16 autocast, PrecisionPolicy{.compute = bf16})
+//   tg_profile_step [--dispatches] [W1|W2|W2_small|W6|W2_bf16|W6_bf16|W7|W7_small]...  (default: W1,
+//   W2_small, W2; --help lists them; _bf16: the step under bf16 autocast, PrecisionPolicy{.compute =
+//   bf16}; W7 and W7_small: the CNNs of bench/cnn_setup.h at their benchmark batches, 128 and 64)
 // W6 (GPT-2-small size) at batch TG_W6_BATCH (default 8): a GPU with ~12 GiB free.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cnn_setup.h"
 #include "examples/command_line.h"
 #include "examples/models.h"
 #include "tensorgrad/tensorgrad.h"
@@ -141,7 +143,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Where one training step's device time goes, by op kind (Vulkan timestamps)", "tg_profile_step"};
   app.add_flag("--dispatches", list_dispatches, "also list every dispatch in order (default: off)");
   app.add_option("workloads", which, "the workloads to profile, W6 at batch TG_W6_BATCH (default: W1 W2_small W2)")
-      ->check(CLI::IsMember({"W1", "W2", "W2_small", "W6", "W2_bf16", "W6_bf16"}));
+      ->check(CLI::IsMember({"W1", "W2", "W2_small", "W6", "W2_bf16", "W6_bf16", "W7", "W7_small"}));
   CLI11_PARSE(app, argc, argv);
   if (which.empty()) which = {"W1", "W2_small", "W2"};
   const auto ctx = vk::Context::create();
@@ -189,6 +191,14 @@ int main(int argc, char** argv) {
                                                   .lr = 1e-3,
                                                   .seed = 1,
                                                   .precision = {.compute = bf16 ? DType::bf16 : DType::f32}});
+      profile(w, t.graph(), t.download_param_tensors(), ctx, list_dispatches);
+    } else if (w == "W7") {
+      examples::ResNetCnn model;
+      Training t = bench::compile_resnet(model, bench::kW7Batch, Backend::interp_f32, nullptr, 1);
+      profile(w, t.graph(), t.download_param_tensors(), ctx, list_dispatches);
+    } else if (w == "W7_small") {
+      examples::SmallCnn model;
+      Training t = bench::compile_small_cnn(model, bench::kW7SmallBatch, Backend::interp_f32, nullptr, 1);
       profile(w, t.graph(), t.download_param_tensors(), ctx, list_dispatches);
     }
   }

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The design.md training workloads W1, W2 and W6 in PyTorch, for ratios against bench/train_bench.cpp.
+"""The design.md training workloads W1, W2, W6 and W7 in PyTorch, for ratios against bench/train_bench.cpp.
 
 The models are tools/goldens_train.py's PyTorch mirror of examples/models.h (explicit params with
 tensorgrad's names and [in, out] layouts, F.layer_norm, tanh GELU, causal softmax, cross-entropy), the
@@ -8,6 +8,9 @@ one the parity goldens prove equal to tensorgrad's step, so both sides time the 
   W2        char transformer, vocab 65, B 32, T 128, d 128, 4 layers, 4 heads, AdamW lr 1e-3, wd 0.01
             with tensorgrad's decay groups; the loss is read at the end of each timed block of steps
   W2_small  the same at B 4, T 16, d 32, 2 layers (the parity golden's size)
+  W7        (only when --workloads names it) the ResNet-style CNN of examples/models.h on [128, 3, 32, 32]
+            images, Adam lr 1e-3; W7_small: the small CNN on [64, 1, 8, 8]; both read the loss every
+            step. The models are bench/pytorch_cnn.py's (F.conv2d, F.max_pool2d, cross-entropy)
   W6        (only with --w6) the same model at GPT-2-small size: vocab 256, T 1024, d 768, 12 layers,
             12 heads, B --w6-batch (default: TG_W6_BATCH, else 8), the same optimizer; the loss is read
             every step (a step takes hundreds of milliseconds); --w6-tiny shrinks it (W6_tiny: T 32,
@@ -92,6 +95,7 @@ BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(BENCH_DIR), "tools"))
 sys.path.insert(0, BENCH_DIR)
 import goldens_train as models  # noqa: E402  (the PyTorch mirror of examples/models.h)
+import pytorch_cnn as cnn  # noqa: E402  (W7 and W7_small)
 from pytorch_workloads import context, keep_fp32  # noqa: E402
 
 W2_FULL = {"vocab": 65, "context": 128, "width": 128, "layers": 4, "heads": 4, "batch": 32}
@@ -103,13 +107,17 @@ WORKLOADS = {
     "W2": {"kind": "w2", "model": W2_FULL, "optimizer": models.ADAMW, "lr": 1e-3, "read_every_step": False},
     "W2_small": {"kind": "w2", "model": models.W2_SMALL, "optimizer": models.ADAMW, "lr": 1e-3,
                  "read_every_step": False},
+    "W7": {"kind": "cnn", "model": cnn.W7, "optimizer": models.ADAM, "lr": 1e-3, "read_every_step": True},
+    "W7_small": {"kind": "cnn", "model": cnn.W7_SMALL, "optimizer": models.ADAM, "lr": 1e-3,
+                 "read_every_step": True},
 }
 
 # Timed calls per (device, workload): a W1 call is one step, a W2 call a block of --block steps.
 # About a second of steps each, except W2 on the CPU (seconds per step: 2 blocks).
 DEFAULT_REPEATS = {("cuda", "W1"): 500, ("cuda", "W2"): 40, ("cuda", "W2_small"): 100,
                    ("cpu", "W1"): 200, ("cpu", "W2"): 2, ("cpu", "W2_small"): 40,
-                   ("cuda", "W6"): 10, ("cpu", "W6"): 2, ("cuda", "W6_tiny"): 10, ("cpu", "W6_tiny"): 5}
+                   ("cuda", "W6"): 10, ("cpu", "W6"): 2, ("cuda", "W6_tiny"): 10, ("cpu", "W6_tiny"): 5,
+                   ("cuda", "W7"): 200, ("cpu", "W7"): 10, ("cuda", "W7_small"): 500, ("cpu", "W7_small"): 100}
 
 
 def w6_spec(batch, tiny=False):
@@ -231,15 +239,22 @@ class Step:
         self.device = device
         self.scaler = torch.cuda.amp.GradScaler() if self.autocast == torch.float16 and device == "cuda" else None
         rng = TorchRng(seed)
-        init = models.init_values(kind, cfg, rng)
+        if kind == "cnn":  # Adam: no decay groups
+            init = cnn.init_values(cfg, rng.gen)
+            decay = {n: True for n in init}
+        else:
+            init = models.init_values(kind, cfg, rng)
+            decay = {n: d for n, _, d in (models.mlp_params() if kind == "w1" else models.transformer_params(cfg))}
         self.params = {n: v.to(device).requires_grad_(True) for n, v in init.items()}
-        decay = {n: d for n, _, d in (models.mlp_params() if kind == "w1" else models.transformer_params(cfg))}
         options = {"capturable": True} if mode == "graph" else {}
         self.optimizer = models.make_optimizer(spec["optimizer"], spec["lr"], self.params, decay, **options)
         if kind == "w1":
             x = rng.uniform(-3.0, 3.0, (cfg["batch"], 1))
             host = {"x": x, "y": torch.sin(x)}
             self.loss_fn = lambda batch: models.mlp_loss(self.params, batch)
+        elif kind == "cnn":
+            host = cnn.batch(cfg, rng.gen)
+            self.loss_fn = lambda batch: cnn.loss(self.params, batch, cfg)
         else:
             B, T = cfg["batch"], cfg["context"]
             stream = torch.randint(0, cfg["vocab"], (B, T + 1), generator=rng.gen)
@@ -366,8 +381,9 @@ def time_workload(name, spec, device, mode, warmup, repeats, block, log):
         "time_unit": "us", "min_us": min(times) * 1e6, "mean_us": statistics.fmean(times) * 1e6,
         "steps/s": 1.0 / median, "loss": loss,
     }
-    if spec["kind"] == "w2":
+    if spec["kind"] in ("w2", "cnn"):
         entry["batch"] = spec["model"]["batch"]
+    if spec["kind"] == "w2":
         entry["checkpoint"] = bool(spec.get("checkpoint"))
         entry["sdpa"] = bool(spec.get("sdpa"))
     memory = ""
@@ -533,7 +549,7 @@ def main():
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--modes", default=None, help="eager,graph (default: both on cuda, eager on cpu)")
     parser.add_argument("--workloads", default=None,
-                        help="comma separated, of W1,W2,W2_small,W6 (default: the first three on cuda; W1,W2_small "
+                        help="comma separated, of W1,W2,W2_small,W6,W7,W7_small (default: the first three on cuda; W1,W2_small "
                              "on cpu; with --w6 only W6)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps first")
     parser.add_argument("--repeats", type=int, default=None,

@@ -5,6 +5,10 @@
 //                             AdamW lr 1e-3, weight decay 0.01 (tensorgrad's default decay flags)
 //   train/<backend>/W2_small  the same at vocab 65, B 4, T 16, d 32, 2 layers, 4 heads (the size of
 //                             the parity golden; W2 takes seconds per step on a small CPU)
+//   train/<backend>/W7        ResNet-style CNN on [128, 3, 32, 32] images (examples::ResNetCnn), Adam
+//                             lr 1e-3 (bench/cnn_setup.h)
+//   train/<backend>/W7_small  the convolution issue's small CNN on [64, 1, 8, 8] (examples::SmallCnn),
+//                             Adam lr 1e-3
 // for the backends interp_f32 and vulkan (each vulkan benchmark reports "no Vulkan device: ..." as
 // its error when there is none), and, only when asked (TG_BENCH_W6=1 or --tg_w6), on Vulkan only:
 //   train/vulkan/W6           the same model at GPT-2-small size (examples::kW6Config: vocab 256,
@@ -54,6 +58,7 @@
 #include <vector>
 
 #include "../examples/models.h"
+#include "cnn_setup.h"
 #include "tensorgrad/tensorgrad.h"
 #include "tensorgrad/train/training.h"
 #include "tensorgrad/vk/context.h"
@@ -118,9 +123,26 @@ std::unique_ptr<Setup> make_transformer(TransformerSize size, bool checkpoint_bl
   return s;
 }
 
-enum class Workload { w1, w2, w2_small, w6 };
+// W7 and W7_small (bench/cnn_setup.h: Adam lr 1e-3, a fixed random batch).
+std::unique_ptr<Setup> make_cnn(bool small, Backend backend, std::shared_ptr<vk::Context> ctx) {
+  auto s = std::make_unique<Setup>();
+  if (small) {
+    auto model = std::make_unique<examples::SmallCnn>();
+    s->training.emplace(bench::compile_small_cnn(*model, bench::kW7SmallBatch, backend, std::move(ctx)));
+    s->model = std::move(model);
+    s->batch = bench::small_cnn_batch(bench::kW7SmallBatch);
+  } else {
+    auto model = std::make_unique<examples::ResNetCnn>();
+    s->training.emplace(bench::compile_resnet(*model, bench::kW7Batch, backend, std::move(ctx)));
+    s->batch = bench::resnet_batch(model->config, bench::kW7Batch);
+    s->model = std::move(model);
+  }
+  return s;
+}
 
-// `checkpoint_blocks` and `compute` apply to the transformers only (register_all never asks W1).
+enum class Workload { w1, w2, w2_small, w6, w7, w7_small };
+
+// `checkpoint_blocks` and `compute` apply to the transformers only (register_all never asks W1, W7 or W7_small).
 std::unique_ptr<Setup> make_setup(Workload w, bool checkpoint_blocks, DType compute, Backend backend,
                                   std::shared_ptr<vk::Context> ctx) {
   switch (w) {
@@ -133,6 +155,9 @@ std::unique_ptr<Setup> make_setup(Workload w, bool checkpoint_blocks, DType comp
     case Workload::w6:
       return make_transformer({examples::kW6Config, bench::w6_batch()}, checkpoint_blocks, compute, backend,
                               std::move(ctx));
+    case Workload::w7:
+    case Workload::w7_small:
+      return make_cnn(w == Workload::w7_small, backend, std::move(ctx));
   }
   return nullptr;
 }
@@ -256,6 +281,8 @@ void register_all(bool small, bool w6) {
     workloads.insert(workloads.begin() + 1, {Named{"W2", Workload::w2}, Named{"W2_ckpt", Workload::w2, true},
                                              Named{"W2_bf16", Workload::w2, false, DType::bf16},
                                              Named{"W2_f16", Workload::w2, false, DType::f16}});
+    workloads.push_back({"W7_small", Workload::w7_small});
+    workloads.push_back({"W7", Workload::w7});
   }
   for (const auto& [backend_name, backend] :
        {std::pair{"interp_f32", Backend::interp_f32}, std::pair{"vulkan", Backend::vulkan}}) {

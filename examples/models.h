@@ -9,6 +9,14 @@
 //       12 layers, 12 heads (head width 64), MLP 4x: ~86M params (GPT-2 small's 124M less its
 //       50257-token embedding; the head is not tied to the embedding). Benchmarks only
 //       (bench/train_bench.cpp, bench/w6_capacity.cpp); the batch is theirs to choose.
+//   W7: a small ResNet-style CNN on 32x32x3 images (no batch norm): stem conv3x3 3->32 + relu, two
+//       residual blocks at 32 channels (conv3x3-relu-conv3x3, identity add, relu), max-pool 2,
+//       conv3x3 32->64 + relu, one residual block at 64, max-pool 2, global mean over H and W,
+//       linear 64->10, softmax cross-entropy; every conv pad 1. Benchmarks: batch 128, Adam.
+//   W7_small: the convolution issue's small CNN on 8x8x1 images: conv3x3 1->16 + relu, conv3x3
+//       16->32 + relu (pad 1), max-pool 2, flatten, linear 512->64 + relu, linear 64->10,
+//       cross-entropy. Benchmarks: batch 64, Adam.
+//   Both take "images" f32 [B, C, H, W] and "labels" i32 [B] (bench/cnn_setup.h compiles them).
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -101,6 +109,72 @@ inline Tensor transformer_logits(const CharTransformer& m, const Inputs& in) {
 
 inline Tensor transformer_loss(const CharTransformer& m, const Inputs& in) {
   return cross_entropy(transformer_logits(m, in), in.at("targets"));
+}
+
+// ---- W7 and W7_small ----
+
+// W7's size; the unit test shrinks it.
+struct CnnConfig {
+  std::int64_t image = 32;  // H = W
+  std::int64_t in_channels = 3;
+  std::int64_t width = 32;  // channels of the first stage; the second has twice as many
+  std::int64_t classes = 10;
+};
+
+// conv3x3-relu-conv3x3 with an identity add, then relu (no batch norm).
+struct ResidualBlock : Module {
+  ResidualBlock(Module& parent, std::string name, std::int64_t channels)
+      : Module(parent, std::move(name)),
+        c1(*this, "c1", channels, channels, 3, {.padding = 1, .init = init::kaiming()}),
+        c2(*this, "c2", channels, channels, 3, {.padding = 1, .init = init::kaiming()}) {}
+  Conv2d c1, c2;
+  Tensor operator()(const Tensor& x) const { return relu(x + c2(relu(c1(x)))); }
+};
+
+struct ResNetCnn : Module {
+  explicit ResNetCnn(const CnnConfig& c = {})
+      : config(c),
+        stem(*this, "stem", c.in_channels, c.width, 3, {.padding = 1, .init = init::kaiming()}),
+        stage1(*this, "stage1", 2, c.width),
+        widen(*this, "widen", c.width, 2 * c.width, 3, {.padding = 1, .init = init::kaiming()}),
+        stage2(*this, "stage2", 2 * c.width),
+        head(*this, "head", 2 * c.width, c.classes, {.init = init::kaiming({.gain = 1.0})}) {}
+  CnnConfig config;
+  Conv2d stem;
+  ModuleList<ResidualBlock> stage1;
+  Conv2d widen;
+  ResidualBlock stage2;
+  Linear head;
+};
+
+// Logits [B, classes] for images [B, C, H, W].
+inline Tensor resnet_logits(const ResNetCnn& m, const Inputs& in) {
+  Tensor h = relu(m.stem(in.at("images")));
+  for (const ResidualBlock& b : m.stage1) h = b(h);
+  h = relu(m.widen(max_pool2d(h, 2)));
+  h = max_pool2d(m.stage2(h), 2);
+  return m.head(mean(h, {2, 3}));
+}
+
+inline Tensor resnet_loss(const ResNetCnn& m, const Inputs& in) {
+  return cross_entropy(resnet_logits(m, in), in.at("labels"));
+}
+
+struct SmallCnn : Module {
+  Conv2d c1{*this, "c1", 1, 16, 3, {.padding = 1, .init = init::kaiming()}};
+  Conv2d c2{*this, "c2", 16, 32, 3, {.padding = 1, .init = init::kaiming()}};
+  Linear fc1{*this, "fc1", 32 * 4 * 4, 64, {.init = init::kaiming()}};
+  Linear fc2{*this, "fc2", 64, 10, {.init = init::kaiming({.gain = 1.0})}};
+};
+
+// Logits [B, 10] for images [B, 1, 8, 8].
+inline Tensor small_cnn_logits(const SmallCnn& m, const Inputs& in) {
+  const Tensor h = max_pool2d(relu(m.c2(relu(m.c1(in.at("images"))))), 2);
+  return m.fc2(relu(m.fc1(flatten(h, 1))));
+}
+
+inline Tensor small_cnn_loss(const SmallCnn& m, const Inputs& in) {
+  return cross_entropy(small_cnn_logits(m, in), in.at("labels"));
 }
 
 }  // namespace tg::examples
