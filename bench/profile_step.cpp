@@ -82,6 +82,9 @@ Profiled timed_runs(vk::Program& program, const TensorMap& data, int runs) {
   return p;
 }
 
+// Timed runs per workload (--runs): 50 on a GPU; a few on lavapipe, where a W7_small step takes a second.
+int g_runs = 50;
+
 void profile(const std::string& name, const Graph& graph, const TensorMap& params,
              const std::shared_ptr<vk::Context>& ctx, bool list_dispatches) {
   const SplitInputs inputs = split_inputs(graph, placeholder_inputs(graph, params));
@@ -98,13 +101,13 @@ void profile(const std::string& name, const Graph& graph, const TensorMap& param
     untimed.write_input(input, value);
   }
   warm_up(untimed, inputs.data, 300);
-  constexpr int kRuns = 200;
+  const int kRuns = 4 * g_runs;
   const auto start = std::chrono::steady_clock::now();
   for (int r = 0; r < kRuns; ++r) (void)untimed.run(inputs.data);
   const double wall_us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / kRuns;
   warm_up(program, inputs.data, 100);
-  const Profiled timed = timed_runs(program, inputs.data, 50);
+  const Profiled timed = timed_runs(program, inputs.data, g_runs);
 
   std::map<std::string, std::pair<int, double>> by_op;
   double total = 0;
@@ -116,9 +119,9 @@ void profile(const std::string& name, const Graph& graph, const TensorMap& param
   }
   std::vector<std::pair<std::string, std::pair<int, double>>> rows(by_op.begin(), by_op.end());
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
-  std::printf("== %s on %s: %zu dispatches, %zu barriers, span %.1f us, sum of dispatches %.1f us (means of 50 runs)\n",
+  std::printf("== %s on %s: %zu dispatches, %zu barriers, span %.1f us, sum of dispatches %.1f us (means of %d runs)\n",
               name.c_str(), ctx->info().name.c_str(), program.stats().dispatches, program.stats().barriers,
-              timed.span_us, total);
+              timed.span_us, total, g_runs);
   std::printf(
       "Program::run wall without timestamps, params resident, only the loss read back: %.1f us per run (mean of %d)\n",
       wall_us, kRuns);
@@ -142,6 +145,8 @@ int main(int argc, char** argv) {
   bool list_dispatches = false;
   CLI::App app{"Where one training step's device time goes, by op kind (Vulkan timestamps)", "tg_profile_step"};
   app.add_flag("--dispatches", list_dispatches, "also list every dispatch in order (default: off)");
+  app.add_option("--runs", g_runs, "timed runs per workload (default 50; the wall time takes 4x as many)")
+      ->check(CLI::PositiveNumber);
   app.add_option("workloads", which, "the workloads to profile, W6 at batch TG_W6_BATCH (default: W1 W2_small W2)")
       ->check(CLI::IsMember({"W1", "W2", "W2_small", "W6", "W2_bf16", "W6_bf16", "W7", "W7_small"}));
   CLI11_PARSE(app, argc, argv);
