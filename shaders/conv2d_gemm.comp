@@ -155,8 +155,9 @@ float b_at(BCol bc, ivec3 kr) {
     const int ti = bc.r0 - kr.y;
     const int tj = bc.c0 - kr.z;
     if (ti < 0 || tj < 0) return 0.0;
-    const int i = ti / pc.sh;
-    const int j = tj / pc.sw;
+    // Stride 1 (the common case) needs no division, which llvmpipe runs lane by lane.
+    const int i = pc.sh == 1 ? ti : ti / pc.sh;
+    const int j = pc.sw == 1 ? tj : tj / pc.sw;
     if (i * pc.sh != ti || j * pc.sw != tj || i >= pc.oh || j >= pc.ow) return 0.0;
     return in_b[bc.base + kr.x + i * pc.ow + j];
   }
@@ -226,14 +227,39 @@ void per_output() {
     const int kq = int(kbeg) / ka();
     int kr = int(kbeg) - kq * ka();
     int at = a_base(g, int(r)) + kq * sa() + kr;
+    // B's k coordinates advance by counters, not by b_row's divisions per k: llvmpipe divides
+    // integers lane by lane, which cost more than the multiply-adds. Forward and input grad step
+    // (t, a, b), b fastest; weight grad (n, i, j), j fastest.
+    ivec3 kc = b_row(kbeg);
+    const bool weight_grad = OP == 2u;
+    const int inner_n = weight_grad ? pc.ow : pc.kw;
+    const int outer_n = weight_grad ? pc.oh : pc.kh;
+    const int inner_step = weight_grad ? pc.sw : pc.dw;
+    const int outer_step = weight_grad ? pc.sh : pc.dh;
+    const int block = weight_grad ? pc.c * pc.h * pc.w : OP == 0u ? pc.h * pc.w : pc.oh * pc.ow;
+    int inner = kc.z / inner_step;
+    int outer = kc.y / outer_step;
     float acc = 0.0;
     for (uint k = kbeg; k < kend; ++k) {
-      acc += in_a[at] * b_at(bc, b_row(k));
+      acc += in_a[at] * b_at(bc, kc);
       ++kr;
       ++at;
       if (kr == ka()) {
         kr = 0;
         at += sa() - ka();
+      }
+      ++inner;
+      kc.z += inner_step;
+      if (inner == inner_n) {
+        inner = 0;
+        kc.z = 0;
+        ++outer;
+        kc.y += outer_step;
+        if (outer == outer_n) {
+          outer = 0;
+          kc.y = 0;
+          kc.x += block;
+        }
       }
     }
     const int plane = OP == 0u ? pc.oh * pc.ow : OP == 1u ? pc.h * pc.w : int(pc.NC);
