@@ -7,7 +7,9 @@
 //                       tap's
 //                                  column into the image (the transposed convolution)
 //   conv2d_weight_grad  dw_g^T   = sum_n cols(x[n, g]) [K, P] . g[n, g]^T [P, Og]
-// Everything runs on gemm.h's blocked kernel, which sums each output in ascending k. Order of the
+// Everything runs on gemm.h's blocked kernel, which sums each output in ascending k, with fused
+// multiply-adds where the CPU has FMA (GemmView::fused: one rounding per term, twice the rate of
+// a multiply and an add; conv bits need not be the plain loop's, only thread-count free). Order of the
 // sums, fixed by the shape alone so the bits never depend on the thread count:
 //   conv2d: one chain over (c', a, b), as the plain loop (any split of the columns is bit-neutral);
 //   conv2d_input_grad: as a forward, one chain over (o, flipped a, flipped b); else per dcols element
@@ -244,8 +246,9 @@ void conv2d_f32(const ConvGeometry& geo, const float* x, const float* w, float* 
       plan.for_each_segment(t / geo.groups, [&](std::int64_t n, std::int64_t p0, std::int64_t p1) {
         im2col(geo, x + (n * geo.c + g * geo.c_per_group()) * geo.h * geo.w, geo.c_per_group(), p0, p1, cols);
         const std::int64_t len = p1 - p0;
-        gemm_serial(GemmView<float>{w + g * og * k, cols, y + (n * geo.o + g * og) * p + p0, og, len, k, k, len, p},
-                    false);
+        gemm_serial(
+            GemmView<float>{w + g * og * k, cols, y + (n * geo.o + g * og) * p + p0, og, len, k, k, len, p, true},
+            false);
       });
     }
   });
@@ -322,7 +325,7 @@ void conv2d_input_grad_f32(const ConvGeometry& geo, const float* g, const float*
       for (std::int64_t p0 = 0; p0 < p; p0 += piece) {
         const std::int64_t len = std::min(p, p0 + piece) - p0;
         gemm_serial(GemmView<float>{wt.data() + (gi * k + c0 * taps) * og, g + (n * geo.o + gi * og) * p + p0, dcols,
-                                    channels * taps, len, og, og, p, len},
+                                    channels * taps, len, og, og, p, len, true},
                     false);
         col2im(geo, dcols, channels, p0, p0 + len, planes);
       }
@@ -379,7 +382,7 @@ void conv2d_weight_grad_f32(const ConvGeometry& geo, const float* x, const float
               const float* rows = g + (n * geo.o + gi * og) * p + p0;
               for (std::int64_t o = 0; o < og; ++o)
                 for (std::int64_t q = 0; q < len; ++q) gt[q * og + o] = rows[o * p + q];
-              gemm_serial(GemmView<float>{cols, gt, sum, channels * taps, og, len, len, og, og}, accumulate);
+              gemm_serial(GemmView<float>{cols, gt, sum, channels * taps, og, len, len, og, og, true}, accumulate);
               accumulate = true;
             });
           }

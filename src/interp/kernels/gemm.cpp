@@ -6,6 +6,10 @@
 #include <cstring>
 #include <type_traits>
 
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace tg::interp {
 
 namespace {
@@ -62,6 +66,33 @@ template <class T, int kBytes>
 void micro_kernel(const GemmView<T>&, const T*, std::int64_t, std::int64_t, std::int64_t, std::int64_t) {}
 #endif
 
+#if defined(__GNUC__) && defined(__x86_64__)
+// micro_kernel with fused multiply-adds (GemmView::fused), f32 on AVX2 + FMA. Not inlined: a
+// function compiled for FMA is called from the generic block code, once per micro tile and K block.
+[[gnu::target("avx2,fma")]] void fused_micro_kernel(const GemmView<float>& g, const float* b_strip, std::int64_t i0,
+                                                    std::int64_t j0, std::int64_t k0, std::int64_t k1) {
+  static_assert(kMicroCols<float> == 16);
+  __m256 acc[kMicroRows][2];
+  for (std::int64_t r = 0; r < kMicroRows; ++r)
+    for (std::int64_t v = 0; v < 2; ++v) acc[r][v] = _mm256_loadu_ps(g.c + (i0 + r) * g.ldc + j0 + v * 8);
+  const float* a_rows = g.a + i0 * g.lda;
+  for (std::int64_t k = k0; k < k1; ++k) {
+    const float* b_row = b_strip + (k - k0) * 16;
+    const __m256 b0 = _mm256_loadu_ps(b_row);
+    const __m256 b1 = _mm256_loadu_ps(b_row + 8);
+    for (std::int64_t r = 0; r < kMicroRows; ++r) {
+      const __m256 a = _mm256_set1_ps(a_rows[r * g.lda + k]);
+      acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
+    }
+  }
+  for (std::int64_t r = 0; r < kMicroRows; ++r)
+    for (std::int64_t v = 0; v < 2; ++v) _mm256_storeu_ps(g.c + (i0 + r) * g.ldc + j0 + v * 8, acc[r][v]);
+}
+#else
+void fused_micro_kernel(const GemmView<float>&, const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t) {}
+#endif
+
 // The same for the ragged edges of a block, with run-time extents.
 template <class T>
 [[gnu::always_inline]] inline void edge_kernel(const GemmView<T>& g, std::int64_t i0, std::int64_t rows,
@@ -92,7 +123,7 @@ template <class T>
 
 // The C block [i0, i1) x [j0, j1), zeroed unless accumulating, then accumulated over K blocks in
 // order.
-template <class T, int kBytes>
+template <class T, int kBytes, bool Fused = false>
 [[gnu::always_inline]] inline void block_kernel(const GemmView<T>& g, std::int64_t i0, std::int64_t i1, std::int64_t j0,
                                                 std::int64_t j1, bool accumulate) {
   alignas(64) thread_local T packed[kDepthBlock * kColBlock];
@@ -107,7 +138,11 @@ template <class T, int kBytes>
     for (; kHaveVectors && i + kMicroRows <= i1; i += kMicroRows) {
       std::int64_t j = j0;
       for (std::int64_t s = 0; s < strips; ++s, j += kMicroCols<T>) {
-        micro_kernel<T, kBytes>(g, packed + s * (k1 - k0) * kMicroCols<T>, i, j, k0, k1);
+        if constexpr (Fused) {
+          fused_micro_kernel(g, packed + s * (k1 - k0) * kMicroCols<T>, i, j, k0, k1);
+        } else {
+          micro_kernel<T, kBytes>(g, packed + s * (k1 - k0) * kMicroCols<T>, i, j, k0, k1);
+        }
       }
       if (j < j1) edge_kernel(g, i, kMicroRows, j, j1 - j, k0, k1);
     }
@@ -132,7 +167,21 @@ bool use_avx2() {
   static const bool supported = __builtin_cpu_supports("avx2");
   return supported;
 }
+// The fused blocks (GemmView::fused) for CPUs with AVX2 and FMA.
+[[gnu::target("avx2,fma")]] void block_avx2_fma(const GemmView<float>& g, std::int64_t i0, std::int64_t i1,
+                                                std::int64_t j0, std::int64_t j1, bool accumulate) {
+  block_kernel<float, 32, true>(g, i0, i1, j0, j1, accumulate);
+}
+bool use_fma() {
+  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return supported;
+}
 #else
+void block_avx2_fma(const GemmView<float>& g, std::int64_t i0, std::int64_t i1, std::int64_t j0, std::int64_t j1,
+                    bool accumulate) {
+  block_baseline(g, i0, i1, j0, j1, accumulate);
+}
+bool use_fma() { return false; }
 void block_avx2(const GemmView<float>& g, std::int64_t i0, std::int64_t i1, std::int64_t j0, std::int64_t j1,
                 bool accumulate) {
   block_baseline(g, i0, i1, j0, j1, accumulate);
@@ -146,6 +195,7 @@ template <class T>
 void gemm_block(const GemmView<T>& g, std::int64_t i0, std::int64_t i1, std::int64_t j0, std::int64_t j1,
                 bool accumulate) {
   if constexpr (std::is_same_v<T, float>) {
+    if (g.fused && use_fma()) return block_avx2_fma(g, i0, i1, j0, j1, accumulate);
     if (use_avx2()) return block_avx2(g, i0, i1, j0, j1, accumulate);
   }
   block_baseline(g, i0, i1, j0, j1, accumulate);

@@ -8,7 +8,9 @@
 // products in ascending k into one accumulator, which starts at 0 (overwrite) or at C's value
 // (accumulate): the bits are the plain loop's `for k: c += a[i][k] * b[k][j]` whatever the
 // blocking, and an accumulated product continues that loop exactly (two calls over K = [0, k1)
-// and [k1, K) give the bits of one call over [0, K)). No fused multiply-adds.
+// and [k1, K) give the bits of one call over [0, K)). No fused multiply-adds, unless the view asks
+// for them (`fused`: the f32 convolutions, on CPUs with FMA): the same order, each product added
+// with one rounding instead of two, twice the multiply-add rate.
 #include <cstdint>
 
 namespace tg::interp {
@@ -36,6 +38,7 @@ struct GemmView {
   T* c;
   std::int64_t m, n, k;
   std::int64_t lda, ldb, ldc;
+  bool fused = false;  // f32 on a CPU with AVX2 and FMA: c += a * b as one fused multiply-add
 };
 
 // The C block [i0, i1) x [j0, j1) on the calling thread.
