@@ -214,8 +214,9 @@ TEST_F(VkTest, ImageConvolutionTilesAndSplitK) {
 }
 
 // Size-1 everything, a kernel as large as the padded image, windows lying wholly in the padding
-// (zeros), and empty operands: C = 0 (every output a sum of no terms), N = 0 (empty outputs launch
-// nothing) and an image of 0x0 whose padding alone gives a 2x2 output.
+// (zeros), and empty operands: C = 0 and O = 0 (every output a sum of no terms: each op's
+// gemm_zero_k path), N = 0 (empty outputs launch nothing) and an image of 0x0 whose padding alone
+// gives a 2x2 output.
 TEST_F(VkTest, ImageConvolutionEdgeShapes) {
   auto ctx = make_context();
   GraphBuilder b("conv_edges");
@@ -240,6 +241,9 @@ TEST_F(VkTest, ImageConvolutionEdgeShapes) {
   b.output("no_hw", conv2d(no_hw, one_w, {.padding = 1}));
   b.output("no_hw_dw", conv2d_weight_grad(no_hw, b.input("no_hw_g", {DType::f32, {1, 4, 2, 2}}), 1, 1, {.padding = 1}));
   b.output("one_dx", conv2d_input_grad(b.input("one_g", {DType::f32, {1, 1, 5, 5}}), one_w, 1, 1, {.padding = 2}));
+  // O = 0: an input gradient summing no terms (zeros).
+  b.output("no_o_dx", conv2d_input_grad(b.input("no_o_g", {DType::f32, {2, 0, 4, 4}}),
+                                        b.input("no_o_w", {DType::f32, {0, 3, 1, 1}}), 4, 4, {}));
   const Graph g = b.take();
   TensorMap in;
   std::uint32_t seed = 1;
