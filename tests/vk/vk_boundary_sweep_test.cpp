@@ -165,8 +165,9 @@ TEST_P(BoundarySweep, MatchesTheF64OracleForwardAndGradient) {
     std::optional<ScopedSmallLaunchThresholdsForTesting> small;
     // The launch setup rotates every 6 cases, so each tier meets each setup.
     const int setup_index = (i / 6 + i) % 3;
-    // Small thresholds switch pooling and convolutions to a workgroup per output: correct but slow
-    // on lavapipe past a few thousand outputs, so those graphs take them only up to 2^12 elements.
+    // Small thresholds switch pooling to a workgroup per output (correct but slow on lavapipe past
+    // a few thousand outputs) and split the convolutions' K from 32 terms (many partials), so image
+    // graphs take them only up to 2^12 elements.
     const bool image_op = op == op::MaxPool2d || op == op::MaxPool2dGrad || op == op::Conv2d ||
                           op == op::Conv2dInputGrad || op == op::Conv2dWeightGrad;
     if (setup_index == 1 &&
