@@ -214,6 +214,8 @@ TEST(Attention, RefusesBadInputNamingTheShapes) {
   expect_shape_error([&] { (void)tg::attention(q, k, v, {.causal = true}); }, "Tq = 4 and Tk = 6");
   expect_shape_error([&] { (void)tg::attention(q, k, v, {.scale = INFINITY}); }, "scale must be finite");
   expect_shape_error([&] { (void)tg::attention(q, k, v, {.scale = NAN}); }, "scale must be finite");
+  // Finite as a double but not in f32, where every kernel and the gradient ops carry it.
+  expect_shape_error([&] { (void)tg::attention(q, k, v, {.scale = -1e300}); }, "scale must be finite in f32");
   expect_shape_error([&] { (void)tg::attention(q, k, b.input("vh", {DType::f16, {2, 6, 3}})); }, "cast");
   expect_shape_error(
       [&] {

@@ -4,6 +4,8 @@
 #include "tensorgrad/ir/ops/attention.h"
 
 #include <cmath>
+#include <limits>
+#include <sstream>
 #include <string>
 
 #include "rules.h"
@@ -63,8 +65,14 @@ AttentionDims check_qkv(const Attrs& attrs, const TensorType& q, const TensorTyp
     rules::rule_broken("causal attention needs as many queries as keys (top-left aligned), got Tq = " +
                        std::to_string(dims.tq) + " and Tk = " + std::to_string(dims.tk));
   }
+  // Every kernel multiplies by the scale in f32, so a value past f32's range (finite as a double)
+  // would turn into an infinity there, and in the gradient ops, which carry it as f32.
   const double scale = attrs.real("scale");
-  if (!std::isfinite(scale)) rules::rule_broken("scale must be finite, got " + std::to_string(scale));
+  if (!std::isfinite(scale) || std::fabs(scale) > std::numeric_limits<float>::max()) {
+    std::ostringstream text;
+    text << "scale must be finite in f32 (|scale| <= " << std::numeric_limits<float>::max() << "), got " << scale;
+    rules::rule_broken(text.str());
+  }
   return dims;
 }
 
@@ -277,9 +285,9 @@ Attrs attention_attrs(const Tensor& q, const AttentionOptions& options) {
   } else if (q.rank() >= 1 && q.shape().back() > 0) {
     scale = 1.0 / std::sqrt(static_cast<double>(q.shape().back()));
   }
-  // Round once here so the oracle and every f32 kernel multiply by the same value; a non-finite
-  // scale stays non-finite and the rule names it.
-  if (std::isfinite(scale)) scale = static_cast<float>(scale);
+  // Round once here so the oracle and every f32 kernel multiply by the same value; a scale that is
+  // not finite in f32 stays as given and the rule names it.
+  if (std::isfinite(scale) && std::fabs(scale) <= std::numeric_limits<float>::max()) scale = static_cast<float>(scale);
   return Attrs{{"causal", options.causal}, {"scale", scale}};
 }
 
