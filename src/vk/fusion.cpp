@@ -291,7 +291,7 @@ class Run {
     launch.bindings.resize(kMaxInputs + kMaxOutputs, written.front());
     launch.writes = kMaxOutputs;
     append_pod(launch.push, push);
-    launch.items = std::max<std::uint64_t>(push.n / 4, push.n % 4);
+    launch.items = (std::uint64_t{push.n} + 3) / 4;  // vec4 slots, the last one partial when 4 does not divide n
     launch.loop_passes = simple_kernel_passes(launch.items, launch.group_size);
     launch.specialization = {static_cast<std::uint32_t>(nodes_.size()), static_cast<std::uint32_t>(inputs_.size()),
                              scalars, static_cast<std::uint32_t>(written.size()), output_registers};

@@ -345,7 +345,7 @@ TEST(VkFusionPlan, WritesOnlyValuesReadAfterTheRunOrReturned) {
   const KernelLaunch& run = fused[2];
   EXPECT_EQ(run.shader, "fused_elementwise");
   EXPECT_EQ(run.label, "fused(mul,exp,add)");
-  EXPECT_EQ(run.items, 2u);  // 2 vec4, and 2 trailing elements for the first 2 invocations
+  EXPECT_EQ(run.items, 3u);  // 2 whole vec4 and one holding the 2 trailing elements
   ASSERT_EQ(run.bindings.size(), 12u + 4u);
   EXPECT_EQ(run.bindings[0], x.id());
   EXPECT_EQ(run.bindings[1], s.id());
