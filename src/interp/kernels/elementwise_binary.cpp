@@ -3,7 +3,9 @@
 // depend on the thread count.
 #include "tensorgrad/ir/ops/ids/elementwise_binary.h"
 
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "../parallel.h"
 #include "broadcast_indexer.h"
@@ -17,11 +19,19 @@ namespace {
 constexpr std::int64_t kGrain = 4096;
 const SizeThreshold kGrainThreshold("interp", "elementwise_binary", "grain", kGrain);
 
-// Arithmetic and comparisons: a plain loop when neither operand broadcasts, else every operand
-// indexed through its broadcast map (a one-element operand read at 0).
+// Arithmetic and comparisons: a plain loop when neither operand broadcasts, else run by run (below),
+// else every operand indexed through its broadcast map (a one-element operand read at 0).
 const LaunchPath kSameShape("interp", "elementwise_binary", "same_shape");
 const LaunchPath kBroadcast("interp", "elementwise_binary", "broadcast");
+const LaunchPath kBroadcastRuns("interp", "elementwise_binary", "broadcast_runs");
 const LaunchPath kWhere("interp", "where", "kernel");
+const LaunchPath kWhereRuns("interp", "where", "runs");
+// Broadcast operands whose runs (BroadcastIndexer::run_length) are at least this long are read
+// run by run with pointer steps of 0 or 1 (a bias [C, 1, 1] under [N, C, H, W] adds one value to
+// each H*W plane), not through the per-element index arithmetic; shorter runs keep it. Only
+// interp_f32 reads runs: the f64 oracle keeps the per-element loop it is checked against.
+constexpr std::int64_t kMinRun = 8;
+const SizeThreshold kMinRunThreshold("interp", "elementwise_binary", "broadcast_min_run", kMinRun);
 
 // One operand as the output loop sees it: its data and the map from output to input indices.
 template <class V>
@@ -33,11 +43,26 @@ struct BroadcastInput {
   BroadcastInput(std::span<const V> values, const Shape& shape, const Shape& out_shape)
       : data(values), index(shape, out_shape), scalar(num_elements(shape) == 1) {}
   V at(std::int64_t out_flat) const { return data[static_cast<std::size_t>(scalar ? 0 : index(out_flat))]; }
+  std::int64_t run_length(std::int64_t n) const { return scalar ? n : index.run_length(); }
+  std::int64_t run_step() const { return scalar ? 0 : index.run_step(); }
+  const V* run_start(std::int64_t out_flat) const { return data.data() + (scalar ? 0 : index(out_flat)); }
 };
+
+// Calls body(begin, end, offsets...) over [begin, end) cut at multiples of `run`, with each
+// operand's pointer at begin; within a piece operand k advances by its run_step().
+template <class Body, class... Inputs>
+void for_each_run(std::int64_t begin, std::int64_t end, std::int64_t run, Body&& body, const Inputs&... inputs) {
+  for (std::int64_t i = begin; i < end;) {
+    const std::int64_t stop = std::min(end, (i / run + 1) * run);
+    body(i, stop, inputs.run_start(i)...);
+    i = stop;
+  }
+}
 
 // out[i] = op(a[i], b[i]) over the broadcast output; a plain loop when neither input broadcasts.
 template <class In, class Out, class Op>
-void broadcast_apply(const BroadcastInput<In>& a, const BroadcastInput<In>& b, std::span<Out> out, Op op) {
+void broadcast_apply(const BroadcastInput<In>& a, const BroadcastInput<In>& b, std::span<Out> out, Op op,
+                     bool read_runs) {
   const auto n = static_cast<std::int64_t>(out.size());
   if (a.index.identity() && b.index.identity()) {
     kSameShape.hit();
@@ -46,6 +71,21 @@ void broadcast_apply(const BroadcastInput<In>& a, const BroadcastInput<In>& b, s
     Out* po = out.data();
     parallel_chunks(n, kGrain, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t i = begin; i < end; ++i) po[i] = static_cast<Out>(op(pa[i], pb[i]));
+    });
+    return;
+  }
+  const std::int64_t run = std::min(a.run_length(n), b.run_length(n));
+  if (read_runs && run >= kMinRun) {
+    kBroadcastRuns.hit();
+    const std::int64_t sa = a.run_step(), sb = b.run_step();
+    Out* po = out.data();
+    parallel_chunks(n, kGrain, [&](std::int64_t begin, std::int64_t end) {
+      for_each_run(
+          begin, end, run,
+          [&](std::int64_t from, std::int64_t to, const In* pa, const In* pb) {
+            for (std::int64_t i = from; i < to; ++i, pa += sa, pb += sb) po[i] = static_cast<Out>(op(*pa, *pb));
+          },
+          a, b);
     });
     return;
   }
@@ -117,21 +157,39 @@ template <class T, class Op>
 void arithmetic_kernel(const KernelCall<T>& call) {
   const Shape& out_shape = call.output_type.shape;
   broadcast_apply(BroadcastInput<T>(call.real(0), call.in_type(0).shape, out_shape),
-                  BroadcastInput<T>(call.real(1), call.in_type(1).shape, out_shape), call.output.real, Op{});
+                  BroadcastInput<T>(call.real(1), call.in_type(1).shape, out_shape), call.output.real, Op{},
+                  std::is_same_v<T, float>);
 }
 
 template <class T, class Op>
 void comparison_kernel(const KernelCall<T>& call) {
   const Shape& out_shape = call.output_type.shape;
   broadcast_apply(BroadcastInput<T>(call.real(0), call.in_type(0).shape, out_shape),
-                  BroadcastInput<T>(call.real(1), call.in_type(1).shape, out_shape), call.output.ints, Op{});
+                  BroadcastInput<T>(call.real(1), call.in_type(1).shape, out_shape), call.output.ints, Op{},
+                  std::is_same_v<T, float>);
 }
 
 // where() selects between values of any dtype: f32 values live in .real, i32 and bool in .ints.
 template <class V>
 void select(const BroadcastInput<std::int32_t>& condition, const BroadcastInput<V>& if_true,
-            const BroadcastInput<V>& if_false, std::span<V> out) {
+            const BroadcastInput<V>& if_false, std::span<V> out, bool read_runs) {
   const auto n = static_cast<std::int64_t>(out.size());
+  const std::int64_t run = std::min({condition.run_length(n), if_true.run_length(n), if_false.run_length(n)});
+  if (read_runs && run >= kMinRun) {
+    kWhereRuns.hit();
+    const std::int64_t sc = condition.run_step(), st = if_true.run_step(), sf = if_false.run_step();
+    V* po = out.data();
+    parallel_chunks(n, kGrain, [&](std::int64_t begin, std::int64_t end) {
+      for_each_run(
+          begin, end, run,
+          [&](std::int64_t from, std::int64_t to, const std::int32_t* pc, const V* pt, const V* pf) {
+            for (std::int64_t i = from; i < to; ++i, pc += sc, pt += st, pf += sf) po[i] = *pc != 0 ? *pt : *pf;
+          },
+          condition, if_true, if_false);
+    });
+    return;
+  }
+  kWhere.hit();
   parallel_chunks(n, kGrain, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {
       out[static_cast<std::size_t>(i)] = condition.at(i) != 0 ? if_true.at(i) : if_false.at(i);
@@ -141,15 +199,16 @@ void select(const BroadcastInput<std::int32_t>& condition, const BroadcastInput<
 
 template <class T>
 void where_kernel(const KernelCall<T>& call) {
-  kWhere.hit();
   const Shape& out_shape = call.output_type.shape;
   const BroadcastInput<std::int32_t> condition(call.ints(0), call.in_type(0).shape, out_shape);
   if (is_float(call.output_type.dtype)) {
     select(condition, BroadcastInput<T>(call.real(1), call.in_type(1).shape, out_shape),
-           BroadcastInput<T>(call.real(2), call.in_type(2).shape, out_shape), call.output.real);
+           BroadcastInput<T>(call.real(2), call.in_type(2).shape, out_shape), call.output.real,
+           std::is_same_v<T, float>);
   } else {
     select(condition, BroadcastInput<std::int32_t>(call.ints(1), call.in_type(1).shape, out_shape),
-           BroadcastInput<std::int32_t>(call.ints(2), call.in_type(2).shape, out_shape), call.output.ints);
+           BroadcastInput<std::int32_t>(call.ints(2), call.in_type(2).shape, out_shape), call.output.ints,
+           std::is_same_v<T, float>);
   }
 }
 
