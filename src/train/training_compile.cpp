@@ -113,7 +113,9 @@ void check_input_names(const InputSpecs& inputs, const std::vector<ParamInfo>& p
   for (const auto& [name, input] : inputs) {
     const auto refuse = [&](const std::string& why) { throw CompileError("compile: input '" + name + "' " + why); };
     if (name.empty()) refuse("has an empty name");
-    if (name == kStepSeedInput) refuse("is reserved for the step seed of dropout and randn");
+    if (name == kStepSeedInput || name.starts_with(std::string(kStepSeedInput) + ".")) {
+      refuse("is reserved for the step seeds of dropout and randn");
+    }
     if (name.starts_with("optim.")) refuse("is in the namespace 'optim.' of the optimizer's inputs");
     for (const ParamInfo& p : params) {
       if (name == p.name) refuse("has the name of a param of the model");
@@ -171,8 +173,10 @@ CompiledStep compile_step(const ErasedTrainingSpec& spec, const std::set<std::st
   for (const ParamInfo& p : out.params) out.param_names.push_back(p.name);
   check_input_names(spec.inputs, out.params);
 
+  // With gradient accumulation the loss is traced at one micro-batch's shapes.
+  const InputSpecs traced_inputs = micro_batch_inputs(spec.inputs, spec.micro_batches);
   const Graph forward = trace(
-      *spec.model, spec.loss, spec.inputs, "training",
+      *spec.model, spec.loss, traced_inputs, "training",
       [](GraphBuilder& b, const Tensor& loss) {
         if (loss.rank() != 0 || !is_float(loss.dtype())) {
           throw CompileError("compile: the loss must be a 0-d float tensor (a scalar), got " + loss.type().to_string() +
@@ -189,8 +193,13 @@ CompiledStep compile_step(const ErasedTrainingSpec& spec, const std::set<std::st
   }
   out.loss_scaling = loss_scaling_of(spec.precision);
   const Graph mixed = autocast(forward, spec.precision.compute);
-  const Graph with_grads =
-      out.loss_scaling ? differentiate_scaled(mixed, "loss") : differentiate(mixed, {.loss = "loss"});
+  Graph with_grads = out.loss_scaling ? differentiate_scaled(mixed, "loss") : differentiate(mixed, {.loss = "loss"});
+  if (spec.micro_batches > 1) {
+    with_grads = accumulate_micro_batches(with_grads, spec.inputs, spec.micro_batches);
+    for (int i = 1; i < spec.micro_batches; ++i) {
+      if (with_grads.find_input(micro_seed_input(i))) out.micro_seed_inputs.push_back(micro_seed_input(i));
+    }
+  }
   std::vector<ParamGrad> grads = param_grads(with_grads);
   for (ParamGrad& g : grads) {
     for (const ParamInfo& p : out.params)
@@ -265,6 +274,7 @@ Training compile_erased(detail::ErasedTrainingSpec spec) {
     throw CompileError("compile: interp_threads is " + std::to_string(spec.interp_threads) +
                        "; it must be >= 0 (0: TBB's default thread count)");
   }
+  (void)detail::micro_batch_inputs(spec.inputs, spec.micro_batches);  // throws for a bad micro_batches
   if (spec.backend == Backend::vulkan && !spec.vk_context) spec.vk_context = vk::Context::create();
   auto core = std::make_shared<detail::TrainingCore>();
   core->compiled = detail::compile_step(spec);

@@ -32,6 +32,8 @@ struct CompiledStep {
   std::optional<LossScaling> loss_scaling;
   PatchSites patch_sites;         // every patch() site of the loss, with its type
   std::set<std::string> patches;  // the sites active in this graph (patch.h)
+  // The step-seed inputs of micro-batches 2.. (gradient accumulation with random ops).
+  std::vector<std::string> micro_seed_inputs;
 };
 
 struct TrainingCore {
@@ -106,6 +108,18 @@ Graph trace(const Module& model, const ErasedFn& fn, const InputSpecs& inputs, c
             const std::set<std::string>& patches = {}, PatchSites* sites = nullptr);
 
 CompiledStep compile_step(const ErasedTrainingSpec& spec, const std::set<std::string>& patches = {});
+
+// Gradient accumulation (micro_batches.cpp). The inputs of one micro-batch: every input's dim 0
+// divided by micro_batches (throws CompileError naming an input it does not divide, or a 0-d one).
+InputSpecs micro_batch_inputs(const InputSpecs& inputs, int micro_batches);
+// The step-seed input of micro-batch `micro_batch` >= 1 (micro-batch 0 reads kStepSeedInput).
+std::string micro_seed_input(int micro_batch);
+// The graph of `micro_batches` micro-batches from `micro`, the differentiated graph of one: the
+// declared data inputs at full size (`inputs`), each micro-batch reading its rows of them in turn;
+// params and state shared. Outputs: "loss" and every "grad.<param>" the mean over the micro-batches
+// (summed in micro-batch order, then divided by their count), the loss scaler's finite flag the
+// minimum, captures micro-batch 1's. Throws CompileError when `micro` reads a patch site.
+Graph accumulate_micro_batches(const Graph& micro, const InputSpecs& inputs, int micro_batches);
 std::uint64_t random_seed();
 // The step_seed input of stochastic ops for run `index` of a graph under `seed`.
 HostTensor step_seed_value(std::uint64_t seed, std::int64_t index);

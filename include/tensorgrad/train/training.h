@@ -118,6 +118,14 @@ struct TrainingSpec {
   // Vulkan: how f32 matmuls compute, in the step and every attached forward (vk::MatmulPrecision:
   // ieee, split or fast).
   vk::MatmulPrecision matmul_precision = vk::MatmulPrecision::ieee;
+  // Gradient accumulation: each step splits every input along dim 0 into this many micro-batches
+  // (each dim 0 must be a multiple of it), runs their forwards and backwards one after the other,
+  // and applies one optimizer update with the mean of their gradients, summed in micro-batch order
+  // ((g1 + g2) + g3 ...) then divided by the count; the step's loss is the mean of theirs. For a
+  // loss that is a mean over the batch this is the full batch's update, within rounding, holding
+  // one micro-batch's activations at a time. Patches are refused (step fails with kind "compile");
+  // captures are micro-batch 1's. docs/training.md, "Gradient accumulation".
+  int micro_batches = 1;
 };
 
 template <class M>
@@ -188,6 +196,7 @@ struct ErasedTrainingSpec {
   int interp_threads = 0;
   PrecisionPolicy precision;
   vk::MatmulPrecision matmul_precision = vk::MatmulPrecision::ieee;
+  int micro_batches = 1;
 };
 struct TrainingCore;
 struct ForwardCore;
@@ -368,7 +377,8 @@ Training compile(TrainingSpec<M> spec) {
                          .interp_schedule = spec.interp_schedule,
                          .interp_threads = spec.interp_threads,
                          .precision = spec.precision,
-                         .matmul_precision = spec.matmul_precision});
+                         .matmul_precision = spec.matmul_precision,
+                         .micro_batches = spec.micro_batches});
 }
 
 template <class M>
