@@ -83,7 +83,20 @@ void broadcast_apply(const BroadcastInput<In>& a, const BroadcastInput<In>& b, s
       for_each_run(
           begin, end, run,
           [&](std::int64_t from, std::int64_t to, const In* pa, const In* pb) {
-            for (std::int64_t i = from; i < to; ++i, pa += sa, pb += sb) po[i] = static_cast<Out>(op(*pa, *pb));
+            // Constant steps, so the compiler vectorises the common cases (a bias: one side held).
+            Out* o = po + from;
+            const std::int64_t count = to - from;
+            if (sa == 1 && sb == 1) {
+              for (std::int64_t i = 0; i < count; ++i) o[i] = static_cast<Out>(op(pa[i], pb[i]));
+            } else if (sa == 1) {
+              const In held = *pb;
+              for (std::int64_t i = 0; i < count; ++i) o[i] = static_cast<Out>(op(pa[i], held));
+            } else if (sb == 1) {
+              const In held = *pa;
+              for (std::int64_t i = 0; i < count; ++i) o[i] = static_cast<Out>(op(held, pb[i]));
+            } else {  // both held: an output broadcast past both operands, which NumPy's rules do not make
+              for (std::int64_t i = 0; i < count; ++i) o[i] = static_cast<Out>(op(*pa, *pb));
+            }
           },
           a, b);
     });
@@ -183,7 +196,14 @@ void select(const BroadcastInput<std::int32_t>& condition, const BroadcastInput<
       for_each_run(
           begin, end, run,
           [&](std::int64_t from, std::int64_t to, const std::int32_t* pc, const V* pt, const V* pf) {
-            for (std::int64_t i = from; i < to; ++i, pc += sc, pt += st, pf += sf) po[i] = *pc != 0 ? *pt : *pf;
+            V* o = po + from;
+            const std::int64_t count = to - from;
+            if (sc == 1 && st == 1 && sf == 0) {  // where(mask, x, 0): relu's and max-pool's gradients
+              const V held = *pf;
+              for (std::int64_t i = 0; i < count; ++i) o[i] = pc[i] != 0 ? pt[i] : held;
+            } else {
+              for (std::int64_t i = 0; i < count; ++i, pc += sc, pt += st, pf += sf) o[i] = *pc != 0 ? *pt : *pf;
+            }
           },
           condition, if_true, if_false);
     });
