@@ -43,11 +43,14 @@ StepResult Training::step(const TensorMap& data, const Patches& patches) {
   } catch (const std::exception& e) {
     return TrainingResult<double>::failed(detail::failure("compile", "step: " + std::string(e.what())));
   }
-  if (core.compiled.uses_step_seed) feed.insert_or_assign(kStepSeedInput, detail::step_seed_value(core.seed, number));
-  // Micro-batches 2.. draw from streams of their own (splitmix64's increment times their index).
-  for (std::size_t i = 0; i < core.compiled.micro_seed_inputs.size(); ++i) {
-    const std::uint64_t stream = core.seed + 0x9E3779B97F4A7C15ULL * static_cast<std::uint64_t>(i + 1);
-    feed.insert_or_assign(core.compiled.micro_seed_inputs[i], detail::step_seed_value(stream, number));
+  if (core.compiled.uses_step_seed) {
+    feed.insert_or_assign(kStepSeedInput, detail::step_seed_value(core.seed, number));
+    // Micro-batches 2.. (accumulate_micro_batches' step_seed.i inputs) draw from streams of their
+    // own: splitmix64's increment times their index.
+    for (int i = 1; i < core.spec.micro_batches; ++i) {
+      const std::uint64_t stream = core.seed + 0x9E3779B97F4A7C15ULL * static_cast<std::uint64_t>(i);
+      feed.insert_or_assign(detail::micro_seed_input(i), detail::step_seed_value(stream, number));
+    }
   }
 
   const RunResult run = core.compiled.session->run(feed);

@@ -194,12 +194,7 @@ CompiledStep compile_step(const ErasedTrainingSpec& spec, const std::set<std::st
   out.loss_scaling = loss_scaling_of(spec.precision);
   const Graph mixed = autocast(forward, spec.precision.compute);
   Graph with_grads = out.loss_scaling ? differentiate_scaled(mixed, "loss") : differentiate(mixed, {.loss = "loss"});
-  if (spec.micro_batches > 1) {
-    with_grads = accumulate_micro_batches(with_grads, spec.inputs, spec.micro_batches);
-    for (int i = 1; i < spec.micro_batches; ++i) {
-      if (with_grads.find_input(micro_seed_input(i))) out.micro_seed_inputs.push_back(micro_seed_input(i));
-    }
-  }
+  if (spec.micro_batches > 1) with_grads = accumulate_micro_batches(with_grads, spec.inputs, spec.micro_batches);
   std::vector<ParamGrad> grads = param_grads(with_grads);
   for (ParamGrad& g : grads) {
     for (const ParamInfo& p : out.params)

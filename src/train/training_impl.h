@@ -32,8 +32,6 @@ struct CompiledStep {
   std::optional<LossScaling> loss_scaling;
   PatchSites patch_sites;         // every patch() site of the loss, with its type
   std::set<std::string> patches;  // the sites active in this graph (patch.h)
-  // The step-seed inputs of micro-batches 2.. (gradient accumulation with random ops).
-  std::vector<std::string> micro_seed_inputs;
 };
 
 struct TrainingCore {

@@ -31,6 +31,8 @@ const LaunchPath kWhereRuns("interp", "where", "runs");
 // each H*W plane), not through the per-element index arithmetic; shorter runs keep it. Only
 // interp_f32 reads runs: the f64 oracle keeps the per-element loop it is checked against.
 constexpr std::int64_t kMinRun = 8;
+template <class T>
+constexpr bool kReadsRuns = std::is_same_v<T, float>;
 const SizeThreshold kMinRunThreshold("interp", "elementwise_binary", "broadcast_min_run", kMinRun);
 
 // One operand as the output loop sees it: its data and the map from output to input indices.
@@ -171,7 +173,7 @@ void arithmetic_kernel(const KernelCall<T>& call) {
   const Shape& out_shape = call.output_type.shape;
   broadcast_apply(BroadcastInput<T>(call.real(0), call.in_type(0).shape, out_shape),
                   BroadcastInput<T>(call.real(1), call.in_type(1).shape, out_shape), call.output.real, Op{},
-                  std::is_same_v<T, float>);
+                  kReadsRuns<T>);
 }
 
 template <class T, class Op>
@@ -179,7 +181,7 @@ void comparison_kernel(const KernelCall<T>& call) {
   const Shape& out_shape = call.output_type.shape;
   broadcast_apply(BroadcastInput<T>(call.real(0), call.in_type(0).shape, out_shape),
                   BroadcastInput<T>(call.real(1), call.in_type(1).shape, out_shape), call.output.ints, Op{},
-                  std::is_same_v<T, float>);
+                  kReadsRuns<T>);
 }
 
 // where() selects between values of any dtype: f32 values live in .real, i32 and bool in .ints.
@@ -223,12 +225,11 @@ void where_kernel(const KernelCall<T>& call) {
   const BroadcastInput<std::int32_t> condition(call.ints(0), call.in_type(0).shape, out_shape);
   if (is_float(call.output_type.dtype)) {
     select(condition, BroadcastInput<T>(call.real(1), call.in_type(1).shape, out_shape),
-           BroadcastInput<T>(call.real(2), call.in_type(2).shape, out_shape), call.output.real,
-           std::is_same_v<T, float>);
+           BroadcastInput<T>(call.real(2), call.in_type(2).shape, out_shape), call.output.real, kReadsRuns<T>);
   } else {
     select(condition, BroadcastInput<std::int32_t>(call.ints(1), call.in_type(1).shape, out_shape),
            BroadcastInput<std::int32_t>(call.ints(2), call.in_type(2).shape, out_shape), call.output.ints,
-           std::is_same_v<T, float>);
+           kReadsRuns<T>);
   }
 }
 

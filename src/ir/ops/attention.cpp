@@ -35,6 +35,12 @@ void require_rank(const TensorType& t, const char* what) {
 
 Shape leading(const TensorType& t) { return Shape(t.shape.begin(), t.shape.end() - 2); }
 
+// Every kernel multiplies by the scale in f32, and the gradient ops carry it as f32: a scale past
+// f32's range (finite as a double) would be an infinity there.
+bool finite_in_f32(double scale) {
+  return std::isfinite(scale) && std::fabs(scale) <= std::numeric_limits<float>::max();
+}
+
 AttentionDims check_qkv(const Attrs& attrs, const TensorType& q, const TensorType& k, const TensorType* v) {
   require_rank(q, "q");
   require_rank(k, "k");
@@ -65,10 +71,8 @@ AttentionDims check_qkv(const Attrs& attrs, const TensorType& q, const TensorTyp
     rules::rule_broken("causal attention needs as many queries as keys (top-left aligned), got Tq = " +
                        std::to_string(dims.tq) + " and Tk = " + std::to_string(dims.tk));
   }
-  // Every kernel multiplies by the scale in f32, so a value past f32's range (finite as a double)
-  // would turn into an infinity there, and in the gradient ops, which carry it as f32.
   const double scale = attrs.real("scale");
-  if (!std::isfinite(scale) || std::fabs(scale) > std::numeric_limits<float>::max()) {
+  if (!finite_in_f32(scale)) {
     std::ostringstream text;
     text << "scale must be finite in f32 (|scale| <= " << std::numeric_limits<float>::max() << "), got " << scale;
     rules::rule_broken(text.str());
@@ -287,7 +291,7 @@ Attrs attention_attrs(const Tensor& q, const AttentionOptions& options) {
   }
   // Round once here so the oracle and every f32 kernel multiply by the same value; a scale that is
   // not finite in f32 stays as given and the rule names it.
-  if (std::isfinite(scale) && std::fabs(scale) <= std::numeric_limits<float>::max()) scale = static_cast<float>(scale);
+  if (finite_in_f32(scale)) scale = static_cast<float>(scale);
   return Attrs{{"causal", options.causal}, {"scale", scale}};
 }
 
