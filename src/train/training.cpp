@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <variant>
 
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/ir/ops/op_def.h"
@@ -17,43 +18,73 @@ Training::Training(Training&&) noexcept = default;
 Training& Training::operator=(Training&&) noexcept = default;
 Training::~Training() = default;
 
-StepResult Training::step(const TensorMap& data, const Patches& patches) {
-  const std::lock_guard lock(core_->mutex);
-  detail::TrainingCore& core = *core_;
-  if (auto problems = detail::check_data(core.spec.inputs, data)) {
-    return TrainingResult<double>::failed(detail::failure("input", "step: " + *problems));
-  }
-  const std::int64_t number = core.steps + 1;
-  TensorMap feed;
+namespace {
+
+// What a step feeds its sessions: the data, patches and seeds (`grad`: the forward and backward)
+// and the optimizer's per-step inputs (`update`). One process feeds both to one session.
+struct StepFeeds {
+  TensorMap grad, update;
+};
+
+// The feeds of step `number`, or why it cannot run. Switches to the graph of the active patches.
+std::variant<StepFeeds, RunFailure> prepare_step(detail::TrainingCore& core, const TensorMap& data,
+                                                 const Patches& patches, std::int64_t number) {
+  if (auto problems = detail::check_data(core.spec.inputs, data)) return detail::failure("input", "step: " + *problems);
+  StepFeeds feeds;
   try {
-    feed = optimizer_step_inputs(core.spec.optimizer, core.lr, number);
+    feeds.update = optimizer_step_inputs(core.spec.optimizer, core.lr, number);
   } catch (const std::exception& e) {
-    return TrainingResult<double>::failed(
-        detail::failure("schedule", "step " + std::to_string(number) + ": " + e.what()));
+    return detail::failure("schedule", "step " + std::to_string(number) + ": " + e.what());
   }
-  for (const auto& [name, value] : data) feed.emplace(name, value);
+  for (const auto& [name, value] : data) feeds.grad.emplace(name, value);
   // Every step graph records every site, so the current one checks the patches before a switch.
   auto patch_feed = detail::patch_feed(core.compiled.patch_sites, patches);
-  if (const auto* why = std::get_if<std::string>(&patch_feed)) {
-    return TrainingResult<double>::failed(detail::failure("patch", "step: " + *why));
-  }
-  for (auto& [name, value] : std::get<TensorMap>(patch_feed)) feed.insert_or_assign(name, std::move(value));
+  if (const auto* why = std::get_if<std::string>(&patch_feed)) return detail::failure("patch", "step: " + *why);
+  for (auto& [name, value] : std::get<TensorMap>(patch_feed)) feeds.grad.insert_or_assign(name, std::move(value));
   try {
     core.use_patches(patches.sites());
   } catch (const std::exception& e) {
-    return TrainingResult<double>::failed(detail::failure("compile", "step: " + std::string(e.what())));
+    return detail::failure("compile", "step: " + std::string(e.what()));
   }
   if (core.compiled.uses_step_seed) {
-    feed.insert_or_assign(kStepSeedInput, detail::step_seed_value(core.seed, number));
-    // Micro-batches 2.. (accumulate_micro_batches' step_seed.i inputs) draw from streams of their
-    // own: splitmix64's increment times their index.
-    for (int i = 1; i < core.spec.micro_batches; ++i) {
-      const std::uint64_t stream = core.seed + 0x9E3779B97F4A7C15ULL * static_cast<std::uint64_t>(i);
-      feed.insert_or_assign(detail::micro_seed_input(i), detail::step_seed_value(stream, number));
+    // Micro-batch i draws from the stream seed + splitmix64's increment * i (micro-batch 0: the
+    // seed itself; accumulate_micro_batches' step_seed.i inputs). Data parallel numbers the
+    // micro-batches across the ranks, rank 0's first, so the streams are those of one process
+    // stepping on all the ranks' micro-batches in rank order.
+    const int per_rank = core.spec.micro_batches;
+    const int rank = core.spec.communicator ? core.spec.communicator->rank() : 0;
+    for (int i = 0; i < per_rank; ++i) {
+      const auto global =
+          static_cast<std::uint64_t>(rank) * static_cast<std::uint64_t>(per_rank) + static_cast<std::uint64_t>(i);
+      const std::uint64_t stream = core.seed + 0x9E3779B97F4A7C15ULL * global;
+      feeds.grad.insert_or_assign(i == 0 ? std::string(kStepSeedInput) : detail::micro_seed_input(i),
+                                  detail::step_seed_value(stream, number));
     }
   }
+  return feeds;
+}
 
-  const RunResult run = core.compiled.session->run(feed);
+}  // namespace
+
+StepResult Training::step(const TensorMap& data, const Patches& patches) {
+  const std::lock_guard lock(core_->mutex);
+  detail::TrainingCore& core = *core_;
+  const std::int64_t number = core.steps + 1;
+  std::variant<StepFeeds, RunFailure> prepared = prepare_step(core, data, patches, number);
+  RunResult run = RunResult::failed({});
+  if (core.spec.communicator) {
+    // Every rank takes part even when its own step cannot run, so the others learn it and fail too.
+    const auto* early = std::get_if<RunFailure>(&prepared);
+    StepFeeds feeds = early ? StepFeeds{} : std::move(std::get<StepFeeds>(prepared));
+    run = detail::data_parallel_step(core, early ? std::optional(*early) : std::nullopt, std::move(feeds.grad),
+                                     std::move(feeds.update), number);
+  } else if (const auto* failed = std::get_if<RunFailure>(&prepared)) {
+    return TrainingResult<double>::failed(*failed);
+  } else {
+    StepFeeds& feeds = std::get<StepFeeds>(prepared);
+    feeds.grad.merge(feeds.update);
+    run = core.compiled.session->run(feeds.grad);
+  }
   if (!run.ok()) return TrainingResult<double>::failed(run.failure());
   try {
     const TensorMap& outputs = run.outputs();
@@ -64,6 +95,7 @@ StepResult Training::step(const TensorMap& data, const Patches& patches) {
     core.last_step_skipped = finite != outputs.end() && finite->second.at(0) == 0.0;
     if (!core.last_step_skipped) core.steps = number;
     ++core.params_version;
+    if (auto diverged = detail::check_ranks_agree(core)) return TrainingResult<double>::failed(*diverged);
     return TrainingResult<double>::completed(loss, Captures::from_outputs(outputs));
   } catch (const std::exception& e) {
     // Only a bad_alloc can get here; the params were updated, so count the step.

@@ -195,6 +195,17 @@ CompiledStep compile_step(const ErasedTrainingSpec& spec, const std::set<std::st
   const Graph mixed = autocast(forward, spec.precision.compute);
   Graph with_grads = out.loss_scaling ? differentiate_scaled(mixed, "loss") : differentiate(mixed, {.loss = "loss"});
   if (spec.micro_batches > 1) with_grads = accumulate_micro_batches(with_grads, spec.inputs, spec.micro_batches);
+  if (spec.communicator) {
+    // Data parallel: this rank's forward and backward run alone; the update reads every rank's sums.
+    out.grad_session = std::make_unique<Session>(
+        with_grads, SessionOptions{.backend = spec.backend,
+                                   .vk_context = spec.vk_context,
+                                   .allow_nonfinite_params = true,  // copies of the update session's, checked there
+                                   .interp_schedule = spec.interp_schedule,
+                                   .interp_threads = spec.interp_threads,
+                                   .matmul_precision = spec.matmul_precision});
+    with_grads = reduced_update_graph(with_grads, spec.communicator->size());
+  }
   std::vector<ParamGrad> grads = param_grads(with_grads);
   for (ParamGrad& g : grads) {
     for (const ParamInfo& p : out.params)
@@ -216,7 +227,8 @@ CompiledStep compile_step(const ErasedTrainingSpec& spec, const std::set<std::st
     optimized.writebacks.push_back({"grad." + name, input});
     out.grad_inputs.emplace_back(name, input);
   }
-  out.uses_step_seed = optimized.graph.find_input(kStepSeedInput).has_value();
+  const Graph& seeded = out.grad_session ? out.grad_session->graph() : optimized.graph;
+  out.uses_step_seed = seeded.find_input(kStepSeedInput).has_value();
   out.session =
       std::make_unique<Session>(optimized.graph, SessionOptions{.backend = spec.backend,
                                                                 .vk_context = spec.vk_context,
@@ -231,6 +243,7 @@ CompiledStep compile_step(const ErasedTrainingSpec& spec, const std::set<std::st
 
 void TrainingCore::reinit(bool params, bool optimizer) {
   Session& session = *compiled.session;
+  ++local_changes;
   if (params) {
     for (const ParamInfo& p : compiled.params) session.set_param(p.name, init_value(p, seed));
     ++params_version;
@@ -270,6 +283,8 @@ Training compile_erased(detail::ErasedTrainingSpec spec) {
                        "; it must be >= 0 (0: TBB's default thread count)");
   }
   (void)detail::micro_batch_inputs(spec.inputs, spec.micro_batches);  // throws for a bad micro_batches
+  if (spec.model == nullptr) throw CompileError("compile: no model");
+  detail::prepare_data_parallel(spec);  // collective with a communicator: agrees on rank 0's seed
   if (spec.backend == Backend::vulkan && !spec.vk_context) spec.vk_context = vk::Context::create();
   auto core = std::make_shared<detail::TrainingCore>();
   core->compiled = detail::compile_step(spec);

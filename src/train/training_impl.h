@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tensorgrad/train/patch.h"
@@ -26,6 +27,12 @@ struct CompiledStep {
   // on an H200 spent ~2.5 ms reading them back) and a failed step leaves the last ones in place.
   std::vector<std::pair<std::string, std::string>> grad_inputs;  // (param, input)
   std::unique_ptr<Session> session;                              // holds the graph, params and state
+  // Data parallel (TrainingSpec::communicator): `session` runs only the update, from the gradients
+  // all ranks reduced, and this one the forwards and backwards, with copies of the params and state
+  // it reads (data_parallel.cpp). Null without a communicator.
+  std::unique_ptr<Session> grad_session;
+  // (params_version, local_changes) when the grad session last copied them.
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> grad_synced;
   bool uses_step_seed = false;
   // Dynamic loss scaling (PrecisionPolicy): its config when on. Its state inputs are among
   // state_inputs; reinit sets the scale to init_scale rather than 0.
@@ -53,6 +60,11 @@ struct TrainingCore {
   bool has_grads = false;          // a step completed since compile, reset or load: grad_inputs hold its gradients
   // Bumped whenever params change (steps, uploads, resets, loads), so forwards know to copy them.
   std::uint64_t params_version = 0;
+  // Bumped by every call that sets params or optimizer state other than a step (reinit, uploads,
+  // loads): data parallel then starts its next step by sending rank 0's to every rank.
+  std::uint64_t local_changes = 0;
+  std::uint64_t broadcast_changes = ~std::uint64_t{0};  // local_changes at the last broadcast
+  std::int64_t steps_since_params_check = 0;
   // Bumped by replace_model: forwards drop their compiled graphs.
   std::uint64_t generation = 0;
   // The params downloaded at params_version == snapshot_version, shared by every forward's sync.
@@ -119,6 +131,23 @@ std::string micro_seed_input(int micro_batch);
 // minimum, captures micro-batch 1's. Throws CompileError when `micro` reads a patch site.
 Graph accumulate_micro_batches(const Graph& micro, const InputSpecs& inputs, int micro_batches);
 std::uint64_t random_seed();
+
+// Data parallel (data_parallel.cpp). The graph the update session starts from: the params and state
+// inputs of `with_grads`, and for each of its outputs but captures an input
+// "optim.reduced.<output>" holding the sum over `ranks` ranks, from which "loss" and "grad.<param>"
+// are that sum / ranks and the loss scaler's finite flag is 1 where the sum is `ranks` (all finite).
+Graph reduced_update_graph(const Graph& with_grads, int ranks);
+// Refuses specs data parallel cannot run (CompileError), and agrees on rank 0's seed.
+void prepare_data_parallel(ErasedTrainingSpec& spec);
+// The step of a training with a communicator: every rank's forward and backward, the reduction,
+// the same update everywhere. `early` is this rank's failure before running anything (bad data, a
+// schedule without a rate, ...): every rank then fails the step alike. `grad_feed` is the data (and
+// patches and seeds); `update_feed` the optimizer's per-step inputs. Never throws.
+RunResult data_parallel_step(TrainingCore& core, std::optional<RunFailure> early, TensorMap grad_feed,
+                             TensorMap update_feed, std::int64_t number);
+// After a completed step, every params_check_interval steps: whether the ranks hold the same params
+// and state (a "diverged" failure naming each rank's checksum when not). Collective.
+std::optional<RunFailure> check_ranks_agree(TrainingCore& core);
 // The step_seed input of stochastic ops for run `index` of a graph under `seed`.
 HostTensor step_seed_value(std::uint64_t seed, std::int64_t index);
 RunFailure failure(std::string kind, std::string message);

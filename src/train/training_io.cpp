@@ -132,6 +132,8 @@ SafetensorsFile load_checked(const std::string& path, const std::map<std::string
 
 void Training::save(const std::string& path) const {
   const std::lock_guard lock(core_->mutex);  // params and state of one step (docs/training.md, "Threads")
+  // Data parallel: every rank holds the same params and state; rank 0 alone writes them.
+  if (core_->spec.communicator && core_->spec.communicator->rank() != 0) return;
   TensorMap tensors = download_param_tensors();
   tensors.merge(download_optimizer_state());
   save_safetensors(
@@ -148,7 +150,7 @@ void Training::load(const std::string& path, LoadOptions options) {
     SafetensorsFile file = load_checked(path, param_types(core));
     check_values(path, file.tensors, core.spec.allow_nonfinite_params);
     for (const auto& [name, value] : file.tensors) core.compiled.session->set_param(name, value);
-    ++core.params_version;
+    ++core.params_version;  // reinit counts the local change
     core.reinit(/*params=*/false, /*optimizer=*/true);
     return;
   }
@@ -160,6 +162,7 @@ void Training::load(const std::string& path, LoadOptions options) {
   core.has_grads = false;
   core.last_step_skipped = false;
   ++core.params_version;
+  ++core.local_changes;
 }
 
 }  // namespace tg

@@ -44,6 +44,7 @@ std::optional<std::string> non_finite(const detail::TrainingCore& core, const st
 void write_checked(detail::TrainingCore& core, const TensorMap& values) {
   for (const auto& [name, value] : values) core.compiled.session->set_param(name, value);
   ++core.params_version;
+  ++core.local_changes;
 }
 
 void throw_if_any(const std::string& problems) {

@@ -43,6 +43,7 @@
 #include "tensorgrad/passes/optimizer.h"
 #include "tensorgrad/runtime/session.h"
 #include "tensorgrad/train/capture.h"
+#include "tensorgrad/train/communicator.h"
 #include "tensorgrad/train/module.h"
 #include "tensorgrad/train/patch.h"
 #include "tensorgrad/train/schedule.h"
@@ -126,6 +127,16 @@ struct TrainingSpec {
   // one micro-batch's activations at a time. Patches are refused (step fails with kind "compile");
   // captures are micro-batch 1's. docs/training.md, "Gradient accumulation".
   int micro_batches = 1;
+  // Data parallel: the group this process trains in (communicator.h; an MPI one from
+  // tensorgrad/distributed/mpi.h). Every rank compiles the same spec and steps on its own shard of
+  // the batch; the gradients (and loss) are summed over the ranks in rank order and divided by their
+  // count, and every rank applies the same update, so params stay the same bits everywhere. compile
+  // is collective (rank 0's seed is used), and so are step and any call that needs the others
+  // (docs/training.md, "Data parallel"). interp_f32 and vulkan only. Null: one process.
+  std::shared_ptr<Communicator> communicator;
+  // Data parallel: every this many steps the ranks compare a checksum of their params and optimizer
+  // state, and a step after which they differ fails with kind "diverged" (0: never compare).
+  int params_check_interval = 100;
 };
 
 template <class M>
@@ -139,8 +150,10 @@ struct ForwardSpec {
 // The result of Training::step / Forward::run: completed (a value and the captures) or failed
 // (RunFailure: kind + message). Kinds are Session's ("input", "runtime", "nonfinite", "device",
 // "memory", "internal") plus "schedule" (the schedule has no rate for the step number),
-// "compile" (a forward could not be traced at a new batch size or set of active patch sites) and
-// "patch" (an unknown patch site or a patch value of the wrong type, naming the site).
+// "compile" (a forward could not be traced at a new batch size or set of active patch sites),
+// "patch" (an unknown patch site or a patch value of the wrong type, naming the site), and with a
+// communicator "diverged" (the ranks' params differ: the step was applied, the next starts from rank
+// 0's) and "distributed" (the transport failed).
 template <class Value>
 class TrainingResult {
  public:
@@ -197,6 +210,8 @@ struct ErasedTrainingSpec {
   PrecisionPolicy precision;
   vk::MatmulPrecision matmul_precision = vk::MatmulPrecision::ieee;
   int micro_batches = 1;
+  std::shared_ptr<Communicator> communicator;
+  int params_check_interval = 100;
 };
 struct TrainingCore;
 struct ForwardCore;
@@ -378,7 +393,9 @@ Training compile(TrainingSpec<M> spec) {
                          .interp_threads = spec.interp_threads,
                          .precision = spec.precision,
                          .matmul_precision = spec.matmul_precision,
-                         .micro_batches = spec.micro_batches});
+                         .micro_batches = spec.micro_batches,
+                         .communicator = std::move(spec.communicator),
+                         .params_check_interval = spec.params_check_interval});
 }
 
 template <class M>

@@ -1,0 +1,142 @@
+// Data parallel (TrainingSpec::communicator) on Vulkan, ranks as threads each with its own device
+// context: the ranks hold the same bits after every step and follow one process accumulating their
+// micro-batches; a rank whose backend computes other bits (interp_f32 beside Vulkan) is caught by
+// the params check. tests/unit/data_parallel_test.cpp checks the protocol on interp_f32.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/library.h"
+#include "tensorgrad/train/communicator.h"
+#include "tensorgrad/train/training.h"
+#include "vk_test_support.h"
+
+namespace tg::vk {
+namespace {
+
+using testing::VkTest;
+
+struct Mlp : Module {
+  Linear l1{*this, "l1", 6, 64};
+  Linear l2{*this, "l2", 64, 4};
+};
+
+Tensor mlp_loss(const Mlp& m, const Inputs& in) { return cross_entropy(m.l2(relu(m.l1(in.at("x")))), in.at("label")); }
+
+constexpr std::int64_t kRows = 48;
+
+// Rows [first, first + rows) of step `step`'s global batch.
+TensorMap rows_of(int step, std::int64_t first, std::int64_t rows) {
+  std::vector<float> x;
+  std::vector<std::int32_t> label;
+  for (std::int64_t i = first; i < first + rows; ++i) {
+    for (std::int64_t j = 0; j < 6; ++j) x.push_back(std::cos(0.19f * static_cast<float>(i * 6 + j + step)));
+    label.push_back(static_cast<std::int32_t>((i + step) % 4));
+  }
+  return {{"x", HostTensor::f32({rows, 6}, x)}, {"label", HostTensor::i32({rows}, label)}};
+}
+
+Training compile_mlp(const Mlp& model, Backend backend, std::int64_t rows, int micro_batches,
+                     std::shared_ptr<Communicator> comm, std::shared_ptr<Context> ctx, int check_interval = 100) {
+  return compile(TrainingSpec<Mlp>{.model = model,
+                                   .loss = mlp_loss,
+                                   .inputs = {{"x", {{rows, 6}}}, {"label", {{rows}, DType::i32}}},
+                                   .optimizer = {.kind = AdamConfig{}},
+                                   .lr = 0.01,
+                                   .backend = backend,
+                                   .seed = 3,
+                                   .vk_context = std::move(ctx),
+                                   .micro_batches = micro_batches,
+                                   .communicator = std::move(comm),
+                                   .params_check_interval = check_interval});
+}
+
+void run_ranks(int ranks, const std::function<void(int, std::shared_ptr<Communicator>)>& body) {
+  const std::vector<std::shared_ptr<Communicator>> group = make_thread_group(ranks);
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(ranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        body(r, group[static_cast<std::size_t>(r)]);
+      } catch (...) {
+        errors[static_cast<std::size_t>(r)] = std::current_exception();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+std::vector<float> flat(const ParamValues& params) {
+  std::vector<float> out;
+  for (const auto& [name, values] : params) out.insert(out.end(), values.begin(), values.end());
+  return out;
+}
+
+TEST_F(VkTest, DataParallelRanksStayIdenticalAndFollowOneProcess) {
+  constexpr int kRanks = 3;
+  const Mlp model;
+  auto single_ctx = make_context();
+  Training single = compile_mlp(model, Backend::vulkan, kRows, kRanks, nullptr, single_ctx);
+  std::vector<double> losses;
+  for (int step = 0; step < 3; ++step) {
+    const StepResult r = single.step(rows_of(step, 0, kRows));
+    ASSERT_TRUE(r.ok()) << r.failure().message;
+    losses.push_back(r.loss());
+  }
+  const std::vector<float> expected = flat(single.download_params());
+  std::vector<std::shared_ptr<Context>> contexts;
+  for (int r = 0; r < kRanks; ++r) contexts.push_back(make_context());
+  run_ranks(kRanks, [&](int rank, std::shared_ptr<Communicator> comm) {
+    const Mlp mine;
+    constexpr std::int64_t rows = kRows / kRanks;
+    Training train =
+        compile_mlp(mine, Backend::vulkan, rows, 1, comm, contexts[static_cast<std::size_t>(rank)], /*check=*/1);
+    for (int step = 0; step < 3; ++step) {
+      const StepResult r = train.step(rows_of(step, rank * rows, rows));
+      ASSERT_TRUE(r.ok()) << r.failure().message;  // checked after every step: the ranks agree
+      EXPECT_NEAR(r.loss(), losses[static_cast<std::size_t>(step)], 1e-5) << "rank " << rank;
+    }
+    const std::vector<float> params = flat(train.download_params());
+    const auto all = comm->all_gather(std::as_bytes(std::span(params)));
+    for (const auto& other : all) EXPECT_EQ(other, all[0]) << "rank " << rank;
+    for (std::size_t i = 0; i < params.size(); ++i) EXPECT_NEAR(params[i], expected[i], 1e-4) << i;
+  });
+  for (const auto& ctx : contexts) EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+TEST_F(VkTest, DataParallelFailuresReachEveryRank) {
+  std::vector<std::shared_ptr<Context>> contexts = {make_context(), make_context()};
+  run_ranks(2, [&](int rank, std::shared_ptr<Communicator> comm) {
+    const Mlp mine;
+    Training train =
+        compile_mlp(mine, Backend::vulkan, 24, 1, comm, contexts[static_cast<std::size_t>(rank)], /*check=*/1);
+    ASSERT_TRUE(train.step(rows_of(0, rank * 24, 24)).ok());
+    const std::vector<float> before = flat(train.download_params());
+    // A NaN loss on rank 1 alone: every rank fails, none updates.
+    TensorMap data = rows_of(1, rank * 24, 24);
+    if (rank == 1) data.insert_or_assign("x", HostTensor::f32({24, 6}, std::vector<float>(24 * 6, NAN)));
+    StepResult r = train.step(data);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.failure().kind, "nonfinite");
+    EXPECT_NE(r.failure().message.find("rank 1 of 2"), std::string::npos) << r.failure().message;
+    EXPECT_EQ(flat(train.download_params()), before) << "rank " << rank;
+    // Rank 1 alone changes its learning rate: the params check after the next step sees it.
+    if (rank == 1) train.set_lr(0.3);
+    r = train.step(rows_of(1, rank * 24, 24));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.failure().kind, "diverged") << r.failure().message;
+  });
+  for (const auto& ctx : contexts) EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+}  // namespace
+}  // namespace tg::vk
