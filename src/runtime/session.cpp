@@ -262,6 +262,26 @@ Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
 
+void Session::copy_params_from(const Session& source, const std::vector<std::string>& names) {
+  if (&source == this) return;
+  const std::scoped_lock lock(impl_->mutex, source.impl_->mutex);
+  Impl& to = *impl_;
+  const Impl& from = *source.impl_;
+  const bool device_copy = to.program && from.program && to.options.vk_context == from.options.vk_context;
+  if (!device_copy) {
+    for (const std::string& name : names) to.set_param(name, from.param(name));
+    return;
+  }
+  for (const std::string& name : names) {
+    (void)to.resident_input(name);  // throws for a name that is no param or state input here
+    if (!from.set_params.contains(from.resident_input(name).name)) {
+      throw RuntimeError("param '" + name + "' of graph '" + from.graph.name() + "' has not been set");
+    }
+  }
+  to.program->copy_inputs_from(*from.program, names);
+  for (const std::string& name : names) to.set_params.insert(name);
+}
+
 void Session::set_param(std::string_view name, const HostTensor& value) {
   const std::lock_guard lock(impl_->mutex);
   impl_->set_param(name, value);

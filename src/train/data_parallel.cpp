@@ -180,9 +180,11 @@ void sync_grad_session(TrainingCore& core) {
   CompiledStep& c = core.compiled;
   const std::pair key{core.params_version, core.local_changes};
   if (c.grad_synced == key) return;
+  std::vector<std::string> names;
   for (const GraphInput& in : c.grad_session->graph().inputs()) {
-    if (in.kind != InputKind::data) c.grad_session->set_param(in.name, c.session->param(in.name));
+    if (in.kind != InputKind::data) names.push_back(in.name);
   }
+  c.grad_session->copy_params_from(*c.session, names);  // on the device where both are Vulkan
   c.grad_synced = key;
 }
 

@@ -165,6 +165,49 @@ struct Program::Impl {
     upload(recorded.blocks[slot(*id).block], bytes, slot(*id).offset);
   }
 
+  // Device-to-device copies of resident inputs from `source` (a program on the same context) into
+  // this program's: one submission, no trip through the host.
+  void copy_inputs_from(const Impl& source, const std::vector<std::string>& names) {
+    if (source.ctx != ctx) {
+      throw RuntimeError("Vulkan program '" + graph.name() + "': copy_inputs_from needs a program on the same context");
+    }
+    ctx->require_usable("copying inputs into graph '" + graph.name() + "'");
+    CommandBuffer commands(ctx);
+    commands.begin(/*one_time=*/true);
+    VkCommandBuffer c = commands.handle();
+    VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr,
+                           VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                           VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
+    vkCmdPipelineBarrier(c, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
+    for (const std::string& name : names) {
+      const auto to = graph.find_input(name);
+      const auto from = source.graph.find_input(name);
+      if (!to || !is_resident(name) || !from || !source.is_resident(name)) {
+        throw RuntimeError("Vulkan program '" + graph.name() + "': copy_inputs_from: '" + name +
+                           "' is not a resident input of both programs");
+      }
+      if (!(graph.type(*to) == source.graph.type(*from))) {
+        throw RuntimeError("Vulkan program '" + graph.name() + "': copy_inputs_from: '" + name + "' is " +
+                           graph.type(*to).to_string() + " here and " + source.graph.type(*from).to_string() + " in '" +
+                           source.graph.name() + "'");
+      }
+      const ValueSlot& dst = slot(*to);
+      const ValueSlot& src = source.slot(*from);
+      const VkDeviceSize bytes = device_value_bytes(graph.type(*to));
+      if (bytes == 0) continue;
+      const VkBufferCopy region{src.offset, dst.offset, bytes};
+      vkCmdCopyBuffer(c, source.recorded.block(src).handle(), recorded.block(dst).handle(), 1, &region);
+    }
+    VkMemoryBarrier after{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
+                          VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT};
+    vkCmdPipelineBarrier(c, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &after, 0,
+                         nullptr, 0, nullptr);
+    commands.end();
+    submit_and_wait(ctx, c, "copying inputs into graph '" + graph.name() + "'");
+  }
+
   HostTensor read_input(std::string_view name) const {
     const auto id = graph.find_input(name);
     if (!id || !is_resident(name)) {
@@ -328,6 +371,9 @@ TensorMap Program::run(const TensorMap& inputs, bool commit_writebacks) {
 void Program::commit() { impl_->commit(); }
 void Program::write_input(std::string_view name, const HostTensor& value) { impl_->write_input(name, value); }
 HostTensor Program::read_input(std::string_view name) const { return impl_->read_input(name); }
+void Program::copy_inputs_from(const Program& source, const std::vector<std::string>& names) {
+  impl_->copy_inputs_from(*source.impl_, names);
+}
 HostTensor Program::read_output(std::string_view name) const { return impl_->read_output(name); }
 bool Program::is_resident(std::string_view name) const { return impl_->is_resident(name); }
 std::vector<std::string> Program::check_guards() const { return impl_->check_guards(); }

@@ -138,5 +138,33 @@ TEST_F(VkTest, DataParallelFailuresReachEveryRank) {
   for (const auto& ctx : contexts) EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 
+// The grad session's params come from the update session by Session::copy_params_from: a device
+// copy on one context, checked by name and type.
+TEST_F(VkTest, SessionCopiesParamsOnTheDevice) {
+  auto ctx = make_context();
+  const auto make = [&](std::int64_t n) {
+    GraphBuilder b("copy");
+    Tensor w;
+    {
+      TracingScope scope(b);
+      w = b.input("w", {DType::f32, {n}}, InputKind::param);
+      b.output("y", w * 2.0);
+    }
+    return Session(b.take(), SessionOptions{.backend = Backend::vulkan, .vk_context = ctx});
+  };
+  Session source = make(1000), target = make(1000), other = make(7);
+  std::vector<float> values(1000);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) * 0.25f - 3.0f;
+  source.set_param("w", HostTensor::f32({1000}, values));
+  EXPECT_THROW(target.copy_params_from(other, {"w"}), RuntimeError);  // [7] into [1000]
+  EXPECT_THROW(target.copy_params_from(source, {"nope"}), RuntimeError);
+  target.copy_params_from(source, {"w"});
+  EXPECT_EQ(target.param("w").to_f32(), values);
+  const RunResult r = target.run({});
+  ASSERT_TRUE(r.ok()) << r.failure().message;
+  EXPECT_EQ(r.output("y").to_f32()[5], values[5] * 2.0f);
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
 }  // namespace
 }  // namespace tg::vk

@@ -119,6 +119,11 @@ class Session {
   // value's is the transpose of the expected one); then nothing is written.
   void set_param(std::string_view name, const HostTensor& value);
   HostTensor param(std::string_view name) const;
+  // Sets params/state `names` to source's values. On Vulkan with both sessions on one context it is
+  // a device-to-device copy (no trip through the host; the values were checked when set in
+  // `source`); otherwise set_param(name, source.param(name)). Throws RuntimeError naming an input
+  // that either session lacks, or whose types differ.
+  void copy_params_from(const Session& source, const std::vector<std::string>& names);
   // Whether every param and state input has been set.
   std::vector<std::string> unset_params() const;
 

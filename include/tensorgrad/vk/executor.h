@@ -141,6 +141,10 @@ class Program {
   // run() and throws tg::Error for an input that is not resident.
   void write_input(std::string_view name, const HostTensor& value);
   HostTensor read_input(std::string_view name) const;
+  // Copies resident inputs `names` of `source` (a program on the same context; each of the same type
+  // there) into this program's on the device, in one submission. Throws tg::Error naming the input
+  // or the mismatch; DeviceError when the device fails.
+  void copy_inputs_from(const Program& source, const std::vector<std::string>& names);
   // The last run's value of a device output (ProgramOptions::device_outputs); throws tg::Error for
   // any other name, or before the first run.
   HostTensor read_output(std::string_view name) const;
