@@ -18,9 +18,10 @@ install(TARGETS tensorgrad
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # The whole public tree, and the headers generated from ops.def (the tg::op constants and the
-# front-end functions declared there).
+# front-end functions declared there). Not distributed/: its library, tensorgrad_mpi, is not
+# installed, and its header needs <mpi.h>.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/tensorgrad DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        PATTERN "ops.def" EXCLUDE)
+        PATTERN "ops.def" EXCLUDE PATTERN "distributed" EXCLUDE)
 install(DIRECTORY ${TG_GENERATED_DIR}/include/tensorgrad DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 install(EXPORT tensorgradTargets

@@ -21,6 +21,7 @@ packages=(
   nlohmann-json3-dev                  # JSON: safetensors headers (src/train), tg bench output
   clang-format                        # the style check .ci/run makes (make format-check)
   clang-16 libclang-rt-16-dev llvm-16 # libFuzzer targets (fuzz/, label fuzz; llvm-symbolizer for stacks)
+  libopenmpi-dev openmpi-bin          # MPI: tensorgrad_mpi, training across processes (src/distributed, label mpi)
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
