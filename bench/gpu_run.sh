@@ -39,7 +39,8 @@
 #      train/vulkan/W7[_small] next to pytorch_train.py's CUDA eager and CUDA graph, then train/interp_f32
 #      next to PyTorch CPU on the machine's cores, then tg_profile_step W7 W7_small (device time per op
 #      kind); w7.md holds compare.py's tables and the profile. Bounded by TG_W7_SECONDS (default 500).
-# Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir> [all|train|w6|large|vk|ckpt|mixed|curve|units|attention|w7|conv]
+#  13. (`dp`) data parallel: tg_dp_bench (W2, W6 on 1, 2, 4 GPUs) next to bench/pytorch_ddp.py (DDP, NCCL).
+# Usage (repository root, build dir carried): bash bench/gpu_run.sh <build-dir> <out-dir> [all|train|w6|large|vk|ckpt|mixed|curve|units|attention|w7|conv|dp]
 # The build dir must hold tests/tg_vk_tests and bench/tg_vk_{workloads,ops}_bench (Release), and
 # bench/libbenchmark.so.1debian when the machine lacks Google Benchmark; for `w6`,
 # bench/tg_train_bench and bench/tg_w6_capacity (and the libbenchmark copy), the same for `attention`; for `w7`,
@@ -106,6 +107,28 @@ if [ "$what" = w7 ]; then
   echo "== where a step goes (Vulkan timestamps)"
   timeout "$(left 60)" "$build/bench/tg_profile_step" W7 W7_small | tee -a "$out/w7.md"
   echo "w7: $SECONDS s"
+  exit 0
+fi
+
+if [ "$what" = dp ]; then
+  # Data parallel: tg_dp_bench's W2 and W6 (one process without a communicator, then 1, 2 and 4
+  # ranks, one per GPU, as threads with the host-side rank-order reduction) and PyTorch DDP (NCCL)
+  # at the same per-GPU batch, both fp32 (TG_DP_PRECISION=bf16: bf16 autocast on both sides), then
+  # the data-parallel tests on the GPU. Bounded by TG_DP_SECONDS (default 540).
+  export TG_BENCH_W6=1 TG_W6_BATCH=${TG_W6_BATCH:-8} TG_DP_STEPS=${TG_DP_STEPS:-10}
+  deadline=$((SECONDS + ${TG_DP_SECONDS:-540}))
+  left() { local l=$((deadline - SECONDS - ${2:-0})); ((l > $1)) && l=$1; ((l < 5)) && l=5; echo $l; }
+  autocast=()
+  [ "${TG_DP_PRECISION:-f32}" = bf16 ] && autocast=(--autocast bf16)
+  echo "== data parallel: tensorgrad ($(nvidia-smi -L | wc -l) GPUs)"
+  timeout "$(left 300 200)" "$build/bench/tg_dp_bench" --benchmark_out="$out/dp_tg.json" $J
+  echo "== data parallel: PyTorch DDP"
+  timeout "$(left 200 40)" python3 bench/pytorch_ddp.py --workloads W2,W6 --ranks 1,2,4 "${autocast[@]}" \
+    --steps "$TG_DP_STEPS" --out "$out/dp_torch.json"
+  echo "== data-parallel tests on the GPU"
+  TG_VK_VALIDATION=0 timeout "$(left 60)" "$build/tests/tg_vk_tests" \
+    --gtest_filter='VkTest.DataParallel*:VkTest.SessionCopiesParamsOnTheDevice' | tail -4
+  echo "dp: $SECONDS s"
   exit 0
 fi
 

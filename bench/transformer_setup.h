@@ -27,10 +27,12 @@ inline vk::MatmulPrecision matmul_precision_from_env() {
                           : vk::MatmulPrecision::ieee;
 }
 
-// `precision`: the step's mixed-precision policy (TrainingSpec::precision; f32 by default).
+// `precision`: the step's mixed-precision policy (TrainingSpec::precision; f32 by default);
+// `communicator`: the data-parallel group (TrainingSpec::communicator; none by default).
 inline Training compile_transformer(const examples::CharTransformer& model, std::int64_t batch, Backend backend,
                                     std::shared_ptr<vk::Context> ctx, std::uint64_t seed = 2,
-                                    PrecisionPolicy precision = {}) {
+                                    PrecisionPolicy precision = {},
+                                    std::shared_ptr<Communicator> communicator = nullptr) {
   const std::int64_t T = model.config.context;
   TrainingSpec<examples::CharTransformer> spec{
       .model = model,
@@ -43,6 +45,7 @@ inline Training compile_transformer(const examples::CharTransformer& model, std:
       .vk_context = std::move(ctx),
       .precision = precision};
   spec.matmul_precision = matmul_precision_from_env();
+  spec.communicator = std::move(communicator);  // data parallel (bench/dp_bench.cpp)
   return compile(std::move(spec));
 }
 
