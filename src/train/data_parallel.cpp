@@ -97,7 +97,8 @@ Verdict decode(const std::vector<std::byte>& bytes) {
 }
 
 // Every rank's verdicts. When any rank failed: the failure every rank reports, naming the ranks.
-std::optional<RunFailure> agree(const std::vector<Verdict>& verdicts, std::int64_t number, const std::string& part) {
+std::optional<RunFailure> agree(const std::vector<Verdict>& verdicts, std::int64_t number, const std::string& part,
+                                const std::string& outcome = "no rank updated its params") {
   std::optional<RunFailure> first;
   std::string others;
   for (std::size_t r = 0; r < verdicts.size(); ++r) {
@@ -113,7 +114,7 @@ std::optional<RunFailure> agree(const std::vector<Verdict>& verdicts, std::int64
   }
   if (first) {
     if (!others.empty()) first->message += "; ranks " + others + " failed too";
-    first->message += "; no rank updated its params";
+    first->message += "; " + outcome;
   }
   return first;
 }
@@ -328,10 +329,9 @@ RunResult data_parallel_step(TrainingCore& core, std::optional<RunFailure> early
     if (failures > 0 && failures < static_cast<std::ptrdiff_t>(after.size())) {
       ++core.local_changes;
       ++core.params_version;
-      auto failed = agree(after, number, "update");
-      return RunResult::failed({"diverged", failed->message.substr(0, failed->message.rfind(';')) +
-                                                "; the other ranks applied it, so the next step starts from rank 0's "
-                                                "params and state"});
+      const auto failed = agree(after, number, "update",
+                                "the other ranks applied it, so the next step starts from rank 0's params and state");
+      return RunResult::failed({"diverged", failed->message});
     }
     if (failures > 0) return RunResult::failed(*agree(after, number, "update"));
     TensorMap outputs = update.outputs();
