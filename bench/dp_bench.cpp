@@ -7,7 +7,7 @@
 //   dp/vulkan/<W>/ranks:R   R ranks on devices 0 .. R-1 (skipped when the machine has fewer)
 // W6 runs only with TG_BENCH_W6=1; batches: W2 32, W6 TG_W6_BATCH (default 8) per rank;
 // TG_DP_PRECISION=bf16 runs the steps in bf16 (default f32); TG_DP_STEPS timed steps (default 10)
-// after 2 untimed ones. bench/pytorch_ddp.py times PyTorch DDP (NCCL) at the same sizes.
+// after 3 untimed ones. bench/pytorch_ddp.py times PyTorch DDP (NCCL) at the same sizes.
 #include <benchmark/benchmark.h>
 
 #include <atomic>
@@ -109,7 +109,7 @@ void run_case(benchmark::State& state, const Workload& w, int ranks) {
       go.arrive_and_wait();
       step_or_throw(*all[0]);
     };
-    for (int i = 0; i < 2; ++i) one_step();
+    for (int i = 0; i < 3; ++i) one_step();
     for (auto _ : state) one_step();
     stop = true;
     go.arrive_and_wait();

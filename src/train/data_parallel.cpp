@@ -302,21 +302,31 @@ RunResult data_parallel_step(TrainingCore& core, std::optional<RunFailure> early
       return RunResult::failed(*failed);
     }
     // 3. The sums over the ranks, in rank order, into the update's inputs.
+    // One buffer, kept between steps (a fresh one of the model's size would cost its page faults
+    // every step), filled from the outputs' own storage and read by the update as views.
     const std::vector<std::string> names = reduced_outputs(c.grad_session->graph());
-    std::vector<float> sums;
+    std::size_t total = 0;
+    for (const std::string& name : names) total += grads.output(name).size();
+    std::vector<float>& sums = c.reduce_buffer;
+    sums.resize(total);
+    std::size_t at = 0;
     for (const std::string& name : names) {
-      const std::vector<float> values = grads.output(name).to_f32();
-      sums.insert(sums.end(), values.begin(), values.end());
+      const HostTensor& value = grads.output(name);
+      if (value.storage() == HostStorage::f32) {
+        if (value.size() > 0) std::memcpy(sums.data() + at, value.raw_data(), value.size() * sizeof(float));
+      } else {
+        const std::vector<float> converted = value.to_f32();
+        std::copy(converted.begin(), converted.end(), sums.begin() + static_cast<std::ptrdiff_t>(at));
+      }
+      at += value.size();
     }
     comm.sum_in_rank_order(sums);
-    std::size_t at = 0;
+    at = 0;
     for (const std::string& name : names) {
       const std::string input = reduced_input(name);
       const TensorType& type = c.session->graph().type(*c.session->graph().find_input(input));
       const auto n = static_cast<std::size_t>(type.size());
-      update_feed.insert_or_assign(
-          input, HostTensor::f32(type.shape, std::vector<float>(sums.begin() + static_cast<std::ptrdiff_t>(at),
-                                                                sums.begin() + static_cast<std::ptrdiff_t>(at + n))));
+      update_feed.insert_or_assign(input, HostTensor::view(type.shape, std::span<const float>(sums.data() + at, n)));
       at += n;
     }
     // 4. The same update everywhere. It fails alike on every rank (a sum that overflowed) or on

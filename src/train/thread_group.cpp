@@ -1,7 +1,10 @@
-// tg::make_thread_group: a Communicator group whose ranks are threads of one process. Each
-// collective is two barrier phases over shared slots: every rank deposits a copy of its data, all
-// wait, every rank computes its result from all deposits, all wait again (so no slot is reused
-// while another rank still reads it).
+// tg::make_thread_group: a Communicator group whose ranks are threads of one process. all_gather
+// and broadcast are two barrier phases over shared slots: every rank deposits a copy of its data,
+// all wait, every rank reads its result from the deposits, all wait again (so no slot is reused
+// while another rank still reads it). sum_in_rank_order reads the ranks' own buffers instead: each
+// rank sums its share of the elements over every rank into a shared result, then every rank copies
+// the result out, so the ranks add in parallel and nothing of the model's size is allocated per call.
+#include <algorithm>
 #include <barrier>
 #include <cstring>
 #include <memory>
@@ -15,10 +18,13 @@ namespace tg {
 namespace {
 
 struct SharedGroup {
-  explicit SharedGroup(int n) : size(n), sync(n), slots(static_cast<std::size_t>(n)) {}
+  explicit SharedGroup(int n)
+      : size(n), sync(n), slots(static_cast<std::size_t>(n)), published(static_cast<std::size_t>(n)) {}
   int size;
   std::barrier<> sync;
   std::vector<std::vector<std::byte>> slots;  // one per rank, written only by that rank
+  std::vector<std::span<float>> published;    // sum_in_rank_order: each rank's values
+  std::vector<float> sum;                     // sum_in_rank_order's result, sized by rank 0
 };
 
 class ThreadCommunicator final : public Communicator {
@@ -29,27 +35,32 @@ class ThreadCommunicator final : public Communicator {
   int size() const override { return group_->size; }
 
   void sum_in_rank_order(std::span<float> values) override {
-    deposit(std::as_bytes(values));
-    const std::size_t bytes = values.size_bytes();
-    for (int r = 0; r < group_->size; ++r) {
-      const std::vector<std::byte>& slot = group_->slots[static_cast<std::size_t>(r)];
-      if (slot.size() != bytes) {
-        // Leave the barrier's phase balanced before reporting, so the other ranks are not stranded.
-        group_->sync.arrive_and_wait();
+    SharedGroup& g = *group_;
+    g.published[static_cast<std::size_t>(rank_)] = values;
+    if (rank_ == 0) g.sum.resize(values.size());  // no other rank touches it before the barrier
+    g.sync.arrive_and_wait();
+    for (int r = 0; r < g.size; ++r) {
+      const std::size_t length = g.published[static_cast<std::size_t>(r)].size();
+      if (length != values.size()) {
+        // Every rank sees the mismatch at the same point, so all leave the collective here.
         throw CommunicatorError("sum_in_rank_order on " + describe() + ": rank " + std::to_string(r) + " passed " +
-                                std::to_string(slot.size() / sizeof(float)) + " values, this rank " +
-                                std::to_string(values.size()));
+                                std::to_string(length) + " values, this rank " + std::to_string(values.size()));
       }
     }
-    // Rank 0's values, then each later rank's added in turn: the same order on every rank.
-    std::vector<float> sum(values.size());
-    if (!sum.empty()) std::memcpy(sum.data(), group_->slots[0].data(), bytes);
-    for (int r = 1; r < group_->size; ++r) {
-      const auto* other = reinterpret_cast<const float*>(group_->slots[static_cast<std::size_t>(r)].data());
-      for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += other[i];
+    // This rank's share of the elements: rank 0's values, then each later rank's added in turn.
+    const std::size_t n = values.size(), ranks = static_cast<std::size_t>(g.size);
+    const std::size_t begin = n * static_cast<std::size_t>(rank_) / ranks;
+    const std::size_t end = n * (static_cast<std::size_t>(rank_) + 1) / ranks;
+    std::copy(g.published[0].begin() + static_cast<std::ptrdiff_t>(begin),
+              g.published[0].begin() + static_cast<std::ptrdiff_t>(end),
+              g.sum.begin() + static_cast<std::ptrdiff_t>(begin));
+    for (std::size_t r = 1; r < ranks; ++r) {
+      const float* other = g.published[r].data();
+      for (std::size_t i = begin; i < end; ++i) g.sum[i] += other[i];
     }
-    group_->sync.arrive_and_wait();
-    std::copy(sum.begin(), sum.end(), values.begin());
+    g.sync.arrive_and_wait();  // every share summed, and no rank reads the values any more
+    std::copy(g.sum.begin(), g.sum.end(), values.begin());
+    g.sync.arrive_and_wait();  // every rank has copied the sum out before it is reused
   }
 
   std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> bytes) override {

@@ -33,6 +33,8 @@ struct CompiledStep {
   std::unique_ptr<Session> grad_session;
   // (params_version, local_changes) when the grad session last copied them.
   std::optional<std::pair<std::uint64_t, std::uint64_t>> grad_synced;
+  // The sums the ranks reduce (loss, gradients, flag), one buffer reused by every step.
+  std::vector<float> reduce_buffer;
   bool uses_step_seed = false;
   // Dynamic loss scaling (PrecisionPolicy): its config when on. Its state inputs are among
   // state_inputs; reinit sets the scale to init_scale rather than 0.
