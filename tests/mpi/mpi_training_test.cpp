@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "support/data_parallel.h"
 #include "tensorgrad/distributed/mpi.h"
 #include "tensorgrad/train/nn.h"
 #include "tensorgrad/train/training.h"
@@ -32,16 +33,8 @@ Tensor classifier_loss(const Classifier& m, const Inputs& in) {
   return cross_entropy(m.l2(dropout(tanh(m.l1(in.at("x"))), 0.2)), in.at("label"));
 }
 
-// Rows [first, first + rows) of step `step`'s global batch.
 TensorMap batch(int step, std::int64_t first, std::int64_t rows) {
-  std::vector<float> x;
-  std::vector<std::int32_t> label;
-  for (std::int64_t i = first; i < first + rows; ++i) {
-    for (std::int64_t j = 0; j < kIn; ++j)
-      x.push_back(std::sin(0.37f * static_cast<float>(i * kIn + j) + 0.11f * static_cast<float>(step)));
-    label.push_back(static_cast<std::int32_t>((i * 7 + step) % kClasses));
-  }
-  return {{"x", HostTensor::f32({rows, kIn}, x)}, {"label", HostTensor::i32({rows}, label)}};
+  return testing::classification_rows(step, first, rows, kIn, kClasses);
 }
 
 Training compile_classifier(const Classifier& model, Backend backend, std::int64_t rows, int micro_batches,

@@ -4,6 +4,8 @@
 // failure (bad data or a NaN loss on one rank, an overflow under loss scaling, a rank whose update
 // differs) is seen alike by every rank with nothing applied. tests/mpi/ runs the same protocol
 // over MPI processes; tests/vk/vk_data_parallel_test.cpp on Vulkan.
+#include "support/data_parallel.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,6 +26,8 @@
 namespace tg {
 namespace {
 
+using testing::run_ranks;
+
 constexpr std::int64_t kRows = 24;  // the global batch: 1, 2, 3, 4 and 6 ranks divide it
 constexpr std::int64_t kIn = 5, kHidden = 12, kClasses = 3;
 
@@ -39,16 +43,8 @@ Tensor classifier_loss(const Classifier& m, const Inputs& in) {
 
 InputSpecs inputs_of(std::int64_t rows) { return {{"x", {{rows, kIn}}}, {"label", {{rows}, DType::i32}}}; }
 
-// Rows [first, first + rows) of step `step`'s global batch.
 TensorMap batch(int step, std::int64_t first, std::int64_t rows) {
-  std::vector<float> x;
-  std::vector<std::int32_t> label;
-  for (std::int64_t i = first; i < first + rows; ++i) {
-    for (std::int64_t j = 0; j < kIn; ++j)
-      x.push_back(std::sin(0.37f * static_cast<float>(i * kIn + j) + 0.11f * static_cast<float>(step)));
-    label.push_back(static_cast<std::int32_t>((i * 7 + step) % kClasses));
-  }
-  return {{"x", HostTensor::f32({rows, kIn}, x)}, {"label", HostTensor::i32({rows}, label)}};
+  return testing::classification_rows(step, first, rows, kIn, kClasses);
 }
 
 struct Options {
@@ -70,25 +66,6 @@ Training compile_classifier(const Classifier& model, std::int64_t rows, std::sha
                                           .micro_batches = options.micro_batches,
                                           .communicator = std::move(comm),
                                           .params_check_interval = options.params_check_interval});
-}
-
-// Runs body(rank, communicator) on one thread per rank of a new group; rethrows the first throw.
-void run_ranks(int ranks, const std::function<void(int, std::shared_ptr<Communicator>)>& body) {
-  const std::vector<std::shared_ptr<Communicator>> group = make_thread_group(ranks);
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(ranks));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        body(r, group[static_cast<std::size_t>(r)]);
-      } catch (...) {
-        errors[static_cast<std::size_t>(r)] = std::current_exception();
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
 }
 
 bool same_bits(const ParamValues& a, const ParamValues& b) {

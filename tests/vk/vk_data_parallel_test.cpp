@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/data_parallel.h"
 #include "support/library.h"
 #include "tensorgrad/train/communicator.h"
 #include "tensorgrad/train/training.h"
@@ -21,6 +22,7 @@ namespace tg::vk {
 namespace {
 
 using testing::VkTest;
+using tg::testing::run_ranks;
 
 struct Mlp : Module {
   Linear l1{*this, "l1", 6, 64};
@@ -31,15 +33,8 @@ Tensor mlp_loss(const Mlp& m, const Inputs& in) { return cross_entropy(m.l2(relu
 
 constexpr std::int64_t kRows = 48;
 
-// Rows [first, first + rows) of step `step`'s global batch.
 TensorMap rows_of(int step, std::int64_t first, std::int64_t rows) {
-  std::vector<float> x;
-  std::vector<std::int32_t> label;
-  for (std::int64_t i = first; i < first + rows; ++i) {
-    for (std::int64_t j = 0; j < 6; ++j) x.push_back(std::cos(0.19f * static_cast<float>(i * 6 + j + step)));
-    label.push_back(static_cast<std::int32_t>((i + step) % 4));
-  }
-  return {{"x", HostTensor::f32({rows, 6}, x)}, {"label", HostTensor::i32({rows}, label)}};
+  return tg::testing::classification_rows(step, first, rows, 6, 4);
 }
 
 Training compile_mlp(const Mlp& model, Backend backend, std::int64_t rows, int micro_batches,
@@ -55,24 +50,6 @@ Training compile_mlp(const Mlp& model, Backend backend, std::int64_t rows, int m
                                    .micro_batches = micro_batches,
                                    .communicator = std::move(comm),
                                    .params_check_interval = check_interval});
-}
-
-void run_ranks(int ranks, const std::function<void(int, std::shared_ptr<Communicator>)>& body) {
-  const std::vector<std::shared_ptr<Communicator>> group = make_thread_group(ranks);
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(ranks));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        body(r, group[static_cast<std::size_t>(r)]);
-      } catch (...) {
-        errors[static_cast<std::size_t>(r)] = std::current_exception();
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
 }
 
 std::vector<float> flat(const ParamValues& params) {
