@@ -114,16 +114,18 @@ if [ "$what" = dp ]; then
   # Data parallel: tg_dp_bench's W2 and W6 (one process without a communicator, then 1, 2 and 4
   # ranks, one per GPU, as threads with the host-side rank-order reduction) and PyTorch DDP (NCCL)
   # at the same per-GPU batch, both fp32 (TG_DP_PRECISION=bf16: bf16 autocast on both sides), then
-  # the data-parallel tests on the GPU. Bounded by TG_DP_SECONDS (default 540).
+  # the data-parallel tests on the GPU. Bounded by TG_DP_SECONDS (default 540); TG_DP_FILTER (a
+  # benchmark filter) and TG_DP_WORKLOADS (W2,W6) narrow the two sides.
   export TG_BENCH_W6=1 TG_W6_BATCH=${TG_W6_BATCH:-8} TG_DP_STEPS=${TG_DP_STEPS:-10}
   deadline=$((SECONDS + ${TG_DP_SECONDS:-540}))
   left() { local l=$((deadline - SECONDS - ${2:-0})); ((l > $1)) && l=$1; ((l < 5)) && l=5; echo $l; }
   autocast=()
   [ "${TG_DP_PRECISION:-f32}" = bf16 ] && autocast=(--autocast bf16)
   echo "== data parallel: tensorgrad ($(nvidia-smi -L | wc -l) GPUs)"
-  timeout "$(left 300 200)" "$build/bench/tg_dp_bench" --benchmark_out="$out/dp_tg.json" $J
+  timeout "$(left 300 120)" "$build/bench/tg_dp_bench" --benchmark_filter="${TG_DP_FILTER:-.}" \
+    --benchmark_out="$out/dp_tg.json" $J
   echo "== data parallel: PyTorch DDP"
-  timeout "$(left 200 40)" python3 bench/pytorch_ddp.py --workloads W2,W6 --ranks 1,2,4 "${autocast[@]}" \
+  timeout "$(left 200 30)" python3 bench/pytorch_ddp.py --workloads "${TG_DP_WORKLOADS:-W2,W6}" --ranks 1,2,4 "${autocast[@]}" \
     --steps "$TG_DP_STEPS" --out "$out/dp_torch.json"
   echo "== data-parallel tests on the GPU"
   TG_VK_VALIDATION=0 timeout "$(left 60)" "$build/tests/tg_vk_tests" \

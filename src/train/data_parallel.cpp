@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "interp/parallel_copy.h"
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/ir/ops/api.h"
 #include "tensorgrad/passes/loss_scaling.h"
@@ -313,7 +314,7 @@ RunResult data_parallel_step(TrainingCore& core, std::optional<RunFailure> early
     for (const std::string& name : names) {
       const HostTensor& value = grads.output(name);
       if (value.storage() == HostStorage::f32) {
-        if (value.size() > 0) std::memcpy(sums.data() + at, value.raw_data(), value.size() * sizeof(float));
+        interp::parallel_copy(sums.data() + at, value.raw_data(), value.size() * sizeof(float));
       } else {
         const std::vector<float> converted = value.to_f32();
         std::copy(converted.begin(), converted.end(), sums.begin() + static_cast<std::ptrdiff_t>(at));

@@ -4,6 +4,9 @@
 // while another rank still reads it). sum_in_rank_order reads the ranks' own buffers instead: each
 // rank sums its share of the elements over every rank into a shared result, then every rank copies
 // the result out, so the ranks add in parallel and nothing of the model's size is allocated per call.
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <barrier>
 #include <cstring>
@@ -11,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "interp/parallel_copy.h"
 #include "tensorgrad/train/communicator.h"
 
 namespace tg {
@@ -36,6 +40,7 @@ class ThreadCommunicator final : public Communicator {
 
   void sum_in_rank_order(std::span<float> values) override {
     SharedGroup& g = *group_;
+    if (g.size == 1) return;  // the sum of one rank's values is its values
     g.published[static_cast<std::size_t>(rank_)] = values;
     if (rank_ == 0) g.sum.resize(values.size());  // no other rank touches it before the barrier
     g.sync.arrive_and_wait();
@@ -51,15 +56,19 @@ class ThreadCommunicator final : public Communicator {
     const std::size_t n = values.size(), ranks = static_cast<std::size_t>(g.size);
     const std::size_t begin = n * static_cast<std::size_t>(rank_) / ranks;
     const std::size_t end = n * (static_cast<std::size_t>(rank_) + 1) / ranks;
-    std::copy(g.published[0].begin() + static_cast<std::ptrdiff_t>(begin),
-              g.published[0].begin() + static_cast<std::ptrdiff_t>(end),
-              g.sum.begin() + static_cast<std::ptrdiff_t>(begin));
-    for (std::size_t r = 1; r < ranks; ++r) {
-      const float* other = g.published[r].data();
-      for (std::size_t i = begin; i < end; ++i) g.sum[i] += other[i];
-    }
+    // Blocks of the share on TBB's threads: each element's sum is still taken in rank order.
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(begin, end, std::size_t{1} << 16),
+                      [&](const tbb::blocked_range<std::size_t>& block) {
+                        float* sum = g.sum.data();
+                        std::copy(g.published[0].data() + block.begin(), g.published[0].data() + block.end(),
+                                  sum + block.begin());
+                        for (std::size_t r = 1; r < ranks; ++r) {
+                          const float* other = g.published[r].data();
+                          for (std::size_t i = block.begin(); i < block.end(); ++i) sum[i] += other[i];
+                        }
+                      });
     g.sync.arrive_and_wait();  // every share summed, and no rank reads the values any more
-    std::copy(g.sum.begin(), g.sum.end(), values.begin());
+    interp::parallel_copy(values.data(), g.sum.data(), values.size_bytes());
     g.sync.arrive_and_wait();  // every rank has copied the sum out before it is reused
   }
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "interp/parallel_copy.h"
 #include "tensorgrad/ir/error.h"
 #include "tensorgrad/ir/low_precision.h"
 #include "tensorgrad/ir/ops/op_def.h"
@@ -52,7 +53,7 @@ void write_words(const HostTensor& t, std::byte* dst) {
     const bool as_is = (dtype == DType::f16 && t.storage() == HostStorage::f16) ||
                        (dtype == DType::bf16 && t.storage() == HostStorage::bf16);
     if (as_is) {
-      if (t.size() > 0) std::memcpy(dst, t.raw_data(), 2 * t.size());
+      interp::parallel_copy(dst, t.raw_data(), 2 * t.size());
       return;
     }
     for (std::size_t e = 0; e < t.size(); ++e) {
@@ -65,7 +66,7 @@ void write_words(const HostTensor& t, std::byte* dst) {
   switch (t.storage()) {
     case HostStorage::f32:
     case HostStorage::i32:
-      if (t.size() > 0) std::memcpy(dst, t.raw_data(), 4 * t.size());
+      interp::parallel_copy(dst, t.raw_data(), 4 * t.size());
       return;
     case HostStorage::u8:
     case HostStorage::f64:
@@ -87,16 +88,16 @@ HostTensor read_words(const TensorType& type, const std::byte* src) {
   const auto n = static_cast<std::size_t>(type.size());
   if (is_low_precision(type.dtype)) {
     std::vector<std::uint16_t> bits(n);
-    if (n > 0) std::memcpy(bits.data(), src, 2 * n);
+    interp::parallel_copy(bits.data(), src, 2 * n);
     return HostTensor::from_bits(type.dtype, type.shape, std::move(bits));
   }
   if (type.dtype == DType::f32) {
     std::vector<float> values(n);
-    if (n > 0) std::memcpy(values.data(), src, 4 * n);
+    interp::parallel_copy(values.data(), src, 4 * n);
     return HostTensor::f32(type.shape, std::move(values));
   }
   std::vector<std::int32_t> words(n);
-  if (n > 0) std::memcpy(words.data(), src, 4 * n);
+  interp::parallel_copy(words.data(), src, 4 * n);
   if (type.dtype == DType::i32) return HostTensor::i32(type.shape, std::move(words));
   return HostTensor::boolean(type.shape, std::vector<bool>(words.begin(), words.end()));
 }
