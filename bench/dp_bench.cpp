@@ -1,17 +1,20 @@
 // Data-parallel step time (TrainingSpec::communicator): W2 and W6 on Vulkan, one rank per device,
 // ranks as threads of this process (make_thread_group; an MPI job runs the same protocol with the
 // same host-side reduction). Each rank steps on its own batch of the workload's per-device size
-// (weak scaling, as DistributedDataParallel is run), so the scaling efficiency at R ranks is
-// time(1 rank) / time(R ranks), and a global step processes R times the samples.
+// (weak scaling, as DistributedDataParallel is run): a global step processes R times the samples,
+// and the scaling efficiency at R ranks is time(plain) / time(R ranks) against the best one-device
+// step, time(1 rank) / time(R ranks) against the data-parallel step on one device.
 //   dp/vulkan/<W>/plain     no communicator: the single-process step
 //   dp/vulkan/<W>/ranks:R   R ranks on devices 0 .. R-1 (skipped when the machine has fewer)
 // W6 runs only with TG_BENCH_W6=1; batches: W2 32, W6 TG_W6_BATCH (default 8) per rank;
 // TG_DP_PRECISION=bf16 runs the steps in bf16 (default f32); TG_DP_STEPS timed steps (default 10)
-// after 3 untimed ones. bench/pytorch_ddp.py times PyTorch DDP (NCCL) at the same sizes.
+// after at least a second of untimed ones (3 or more). bench/pytorch_ddp.py times PyTorch DDP
+// (NCCL) at the same sizes.
 #include <benchmark/benchmark.h>
 
 #include <atomic>
 #include <barrier>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -109,7 +112,10 @@ void run_case(benchmark::State& state, const Workload& w, int ranks) {
       go.arrive_and_wait();
       step_or_throw(*all[0]);
     };
-    for (int i = 0; i < 3; ++i) one_step();
+    // Untimed steps for at least a second: the first case of a process otherwise measures the
+    // GPU's clocks ramping up (W2's plain step read 13-15 ms before ranks:1's 7-8 ms).
+    const auto warm_from = std::chrono::steady_clock::now();
+    for (int i = 0; i < 3 || std::chrono::steady_clock::now() - warm_from < std::chrono::seconds(1); ++i) one_step();
     for (auto _ : state) one_step();
     stop = true;
     go.arrive_and_wait();

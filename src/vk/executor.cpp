@@ -86,19 +86,21 @@ void write_words(const HostTensor& t, std::byte* dst) {
 // Device words as a host tensor in its dtype's own storage (16-bit dtypes: their bit patterns).
 HostTensor read_words(const TensorType& type, const std::byte* src) {
   const auto n = static_cast<std::size_t>(type.size());
-  if (is_low_precision(type.dtype)) {
-    std::vector<std::uint16_t> bits(n);
-    interp::parallel_copy(bits.data(), src, 2 * n);
-    return HostTensor::from_bits(type.dtype, type.shape, std::move(bits));
-  }
-  if (type.dtype == DType::f32) {
-    std::vector<float> values(n);
-    interp::parallel_copy(values.data(), src, 4 * n);
-    return HostTensor::f32(type.shape, std::move(values));
-  }
+  // f32 and i32 words and 16-bit patterns are adopted in storage that nothing zero-fills: the
+  // parallel copy is the first touch of its pages, so a model-sized readback (a step's gradients)
+  // costs one parallel pass instead of a serial fill and fault pass before it.
+  const auto adopted = [&](HostStorage storage, std::size_t element_bytes) {
+    std::shared_ptr<std::byte[]> owner(new std::byte[std::max<std::size_t>(n * element_bytes, 1)]);
+    interp::parallel_copy(owner.get(), src, n * element_bytes);
+    const void* data = owner.get();
+    return HostTensor::adopt(type, storage, std::move(owner), data);
+  };
+  if (type.dtype == DType::f16) return adopted(HostStorage::f16, 2);
+  if (type.dtype == DType::bf16) return adopted(HostStorage::bf16, 2);
+  if (type.dtype == DType::f32) return adopted(HostStorage::f32, 4);
+  if (type.dtype == DType::i32) return adopted(HostStorage::i32, 4);
   std::vector<std::int32_t> words(n);
-  interp::parallel_copy(words.data(), src, 4 * n);
-  if (type.dtype == DType::i32) return HostTensor::i32(type.shape, std::move(words));
+  if (n > 0) std::memcpy(words.data(), src, 4 * n);
   return HostTensor::boolean(type.shape, std::vector<bool>(words.begin(), words.end()));
 }
 
