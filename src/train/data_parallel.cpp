@@ -259,7 +259,10 @@ void prepare_data_parallel(ErasedTrainingSpec& spec) {
     shape_of_spec += " " + name + TensorType{input.dtype, input.shape}.to_string();
   }
   shape_of_spec += "; params";
-  for (const ParamInfo& p : spec.model->params()) shape_of_spec += " " + p.name + shape_to_string(p.shape);
+  // No model: compile_step refuses it once the ranks have agreed.
+  if (spec.model != nullptr) {
+    for (const ParamInfo& p : spec.model->params()) shape_of_spec += " " + p.name + shape_to_string(p.shape);
+  }
   std::vector<std::byte> mine;
   append_value<std::uint64_t>(mine, spec.seed.value_or(random_seed()));
   append_bytes(mine, shape_of_spec.data(), shape_of_spec.size());

@@ -283,7 +283,6 @@ Training compile_erased(detail::ErasedTrainingSpec spec) {
                        "; it must be >= 0 (0: TBB's default thread count)");
   }
   (void)detail::micro_batch_inputs(spec.inputs, spec.micro_batches);  // throws for a bad micro_batches
-  if (spec.model == nullptr) throw CompileError("compile: no model");
   detail::prepare_data_parallel(spec);  // collective with a communicator: agrees on rank 0's seed
   if (spec.backend == Backend::vulkan && !spec.vk_context) spec.vk_context = vk::Context::create();
   auto core = std::make_shared<detail::TrainingCore>();
