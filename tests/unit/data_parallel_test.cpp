@@ -97,6 +97,29 @@ TEST(ThreadGroup, SumsInRankOrderAndGathers) {
   EXPECT_THROW(make_thread_group(0), Error);
 }
 
+// Long enough that each rank's share splits into several of the sum's TBB blocks (2^16 elements),
+// with shares that are not a multiple of them: the same bits as a serial rank-order sum.
+TEST(ThreadGroup, LongSumsMatchASerialRankOrderSum) {
+  constexpr std::size_t kLength = 3 * 65536 * 2 + 12345;
+  const auto values_of = [](int rank) {
+    std::vector<float> v(kLength);
+    for (std::size_t i = 0; i < kLength; ++i) {
+      v[i] = (i + static_cast<std::size_t>(rank)) % 3 == 0 ? 1e8f : std::sin(static_cast<float>(i * 7 + rank));
+    }
+    return v;
+  };
+  std::vector<float> expected = values_of(0);
+  for (int r = 1; r < 3; ++r) {
+    const std::vector<float> other = values_of(r);
+    for (std::size_t i = 0; i < kLength; ++i) expected[i] += other[i];
+  }
+  run_ranks(3, [&](int rank, std::shared_ptr<Communicator> comm) {
+    std::vector<float> mine = values_of(rank);
+    comm->sum_in_rank_order(mine);
+    EXPECT_EQ(std::memcmp(mine.data(), expected.data(), kLength * sizeof(float)), 0) << "rank " << rank;
+  });
+}
+
 TEST(DataParallel, RanksGiveTheBitsOfOneProcessAccumulatingTheirMicroBatches) {
   const Classifier model;
   for (const int ranks : {2, 3}) {
