@@ -83,14 +83,35 @@ void write_words(const HostTensor& t, std::byte* dst) {
   }
 }
 
-// Device words as a host tensor in its dtype's own storage (16-bit dtypes: their bit patterns).
-HostTensor read_words(const TensorType& type, const std::byte* src) {
+// Storage an output's readback may use again. A model-sized readback (a data-parallel step's
+// gradients) in fresh memory pays a page fault per 4 KiB page every run: glibc maps each allocation
+// past 32 MiB anew, and the faults ran at about 2.5 GB/s on an H200 host. So a run reads an output
+// of at least kKeptOutputBytes into the allocation the last run's value of that output had, when no
+// HostTensor holds it any more (the Program's reference is the only one left); otherwise, and for
+// smaller outputs, into new memory that becomes the one kept.
+constexpr std::size_t kKeptOutputBytes = std::size_t{1} << 20;
+
+struct KeptOutput {
+  std::shared_ptr<std::byte[]> bytes;
+  std::size_t size = 0;
+};
+
+// Device words as a host tensor in its dtype's own storage (16-bit dtypes: their bit patterns),
+// reusing `kept` (when given) as described above.
+HostTensor read_words(const TensorType& type, const std::byte* src, KeptOutput* kept = nullptr) {
   const auto n = static_cast<std::size_t>(type.size());
   // f32 and i32 words and 16-bit patterns are adopted in storage that nothing zero-fills: the
-  // parallel copy is the first touch of its pages, so a model-sized readback (a step's gradients)
-  // costs one parallel pass instead of a serial fill and fault pass before it.
+  // parallel copy is the first touch of its pages, so a model-sized readback costs one parallel
+  // pass instead of a serial fill and fault pass before it.
   const auto adopted = [&](HostStorage storage, std::size_t element_bytes) {
-    std::shared_ptr<std::byte[]> owner(new std::byte[std::max<std::size_t>(n * element_bytes, 1)]);
+    const std::size_t bytes = std::max<std::size_t>(n * element_bytes, 1);
+    std::shared_ptr<std::byte[]> owner;
+    if (kept && kept->bytes && kept->size == bytes && kept->bytes.use_count() == 1) {
+      owner = kept->bytes;
+    } else {
+      owner.reset(new std::byte[bytes]);
+      if (kept && bytes >= kKeptOutputBytes) *kept = {owner, bytes};
+    }
     interp::parallel_copy(owner.get(), src, n * element_bytes);
     const void* data = owner.get();
     return HostTensor::adopt(type, storage, std::move(owner), data);
@@ -122,6 +143,7 @@ struct Program::Impl {
   std::vector<double> timestamps_us;           // per dispatch: start, end (relative to the first start)
   std::size_t parity = 0;                      // which recording (slot assignment) the next run replays
   bool uncommitted = false;                    // the last run deferred its writebacks
+  std::vector<KeptOutput> kept_outputs;        // per graph output (read_words)
 
   Impl(std::shared_ptr<Context> context, const Graph& g, ProgramOptions opts)
       : ctx(std::move(context)), graph(prepare_low_precision(g, ctx->info())), options(std::move(opts)) {
@@ -272,7 +294,9 @@ struct Program::Impl {
     for (std::size_t i = 0; i < graph.outputs().size(); ++i) {
       const GraphOutput& o = graph.outputs()[i];
       if (unread_outputs.contains(o.value)) continue;
-      out[o.name] = read_words(graph.type(o.value), recorded.staged(recorded.staging_out, recorded.out_staged[i]));
+      kept_outputs.resize(graph.outputs().size());
+      out[o.name] = read_words(graph.type(o.value), recorded.staged(recorded.staging_out, recorded.out_staged[i]),
+                               &kept_outputs[i]);
     }
     return out;
   }

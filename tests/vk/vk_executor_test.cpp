@@ -293,5 +293,41 @@ TEST_F(VkTest, ExecutorInputErrorsNameTheInput) {
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 
+// An output of at least 1 MiB is read into the last run's storage once no HostTensor holds that
+// any more, and into new storage while one does: a result the caller keeps never changes under a
+// later run. Small outputs always get new storage (their values checked here too).
+TEST_F(VkTest, ExecutorReusesOutputStorageNobodyHolds) {
+  auto ctx = make_context();
+  GraphBuilder b("kept_outputs");
+  TracingScope scope(b);
+  constexpr std::int64_t kBig = (1 << 18) + 3;  // 1 MiB and 12 bytes of f32
+  Tensor x = b.input("x", {DType::f32, {kBig}});
+  Tensor s = b.input("s", {DType::f32, {4}});
+  b.output("big", x * 2.0f);
+  b.output("small", s + 1.0f);
+  Program program(ctx, b.take());
+  const auto feed = [&](float v) {
+    TensorMap in;
+    in.emplace("x", HostTensor::f32({kBig}, std::vector<float>(kBig, v)));
+    in.emplace("s", HostTensor::f32({4}, std::vector<float>(4, v)));
+    return in;
+  };
+  TensorMap first = program.run(feed(1.0f));
+  const void* first_big = first.at("big").raw_data();
+  TensorMap second = program.run(feed(2.0f));  // the first result still held
+  EXPECT_NE(second.at("big").raw_data(), first_big);
+  EXPECT_EQ(first.at("big").at(kBig - 1), 2.0);
+  EXPECT_EQ(second.at("big").at(kBig - 1), 4.0);
+  const void* second_big = second.at("big").raw_data();
+  second.clear();
+  const TensorMap third = program.run(feed(3.0f));
+  EXPECT_EQ(third.at("big").raw_data(), second_big);
+  EXPECT_EQ(third.at("big").at(0), 6.0);
+  EXPECT_EQ(third.at("big").at(kBig - 1), 6.0);
+  EXPECT_EQ(third.at("small").at(3), 4.0);
+  EXPECT_EQ(first.at("big").at(0), 2.0);
+  EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
 }  // namespace
 }  // namespace tg::vk
