@@ -1,5 +1,6 @@
 #version 450
 #extension GL_EXT_control_flow_attributes : require
+#extension GL_GOOGLE_include_directive : require
 // conv2d, conv2d_input_grad and conv2d_weight_grad as implicit GEMMs (src/vk/kernels/conv_gemm.cpp),
 // NCHW, PyTorch's geometry (src/ir/ops/conv_geometry.h). Per group g (and K range, under split-K)
 // one product C[M, NC] = A[M, K] B[K, NC] whose operands are read in place, the im2col columns
@@ -27,46 +28,13 @@
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 0u;
 
-layout(push_constant) uniform Push {
-  int c, h, w;  // image [N, C, H, W]
-  int o, kh, kw;
-  int oh, ow;
-  int sh, sw, ph, pw, dh, dw;
-  int cg, og;   // channels per group
-  uint M, NC, K;
-  uint k_range;  // K per split (a multiple of 16); K when unsplit
-  uint groups;
-  uint tiles_m, tiles_n;
-  uint flags;
-  uint split_stride;  // elements between two splits' partials: the output's size
-} pc;
-
-const uint FLAG_VEC_A = 1u;  // A's rows and k blocks start on vec4 boundaries: quads load as vec4
-const uint FLAG_VEC_C = 2u;  // output planes start on vec4 boundaries: quads store as vec4
-const uint FLAG_PER_OUTPUT = 4u;  // thin products: one invocation per output (per_output below)
-
-// conv2d: (x, w); input grad: (g, w); weight grad: (x, g). B reads binding 0, A binding 1.
-layout(std430, set = 0, binding = 0) readonly buffer InB { float in_b[]; };
-layout(std430, set = 0, binding = 1) readonly buffer InA { float in_a[]; };
-layout(std430, set = 0, binding = 1) readonly buffer InA4 { vec4 in_a4[]; };
-layout(std430, set = 0, binding = 2) writeonly buffer Out { float outv[]; };
-layout(std430, set = 0, binding = 2) writeonly buffer Out4 { vec4 outv4[]; };
+#include "conv2d_common.glsl"
 
 const uint TILE = 64u;
 const uint BK = 16u;
 const uint VEC = TILE / 4u;
 shared vec4 sh_A[2][BK][VEC + 1u];  // [buffer][k][row / 4], A transposed; padded as matmul's
 shared vec4 sh_B[2][BK][VEC];       // [buffer][k][column / 4]
-
-// ---- A: element (row r, k) at a_base(g, r) + (k / KA) * SA + k % KA ----
-int khw() { return pc.kh * pc.kw; }
-int ka() { return OP == 0u ? int(pc.K) : OP == 1u ? khw() : pc.oh * pc.ow; }
-int sa() { return OP == 0u ? 0 : OP == 1u ? pc.cg * khw() : pc.o * pc.oh * pc.ow; }
-int a_base(int g, int r) {
-  if (OP == 0u) return (g * pc.og + r) * int(pc.K);   // w [O, Cg*KH*KW]
-  if (OP == 1u) return g * pc.og * pc.cg * khw() + r * khw();  // w[gOg+o, r, a, b]
-  return (g * pc.og + r) * pc.oh * pc.ow;             // g[n, gOg+r, i, j]
-}
 
 // Four consecutive k from k (a multiple of 4) of row r, zero past kend or past M.
 vec4 load_a(int base, bool row_in, uint k, uint kend) {
@@ -87,84 +55,6 @@ vec4 load_a(int base, bool row_in, uint k, uint kend) {
     }
   }
   return v;
-}
-
-// ---- B: the im2col element (k, column) ----
-// Per column, decoded once per tile: forward and weight grad keep the column's x offset and its
-// first tap's row and column (ih0, iw0); input grad keeps g's offset and h + ph, v + pw.
-struct BCol {
-  int base;
-  int r0;
-  int c0;
-  bool valid;
-};
-
-BCol b_column(int g, uint col) {
-  BCol bc;
-  bc.valid = col < pc.NC;
-  const int q = int(min(col, pc.NC - 1u));
-  if (OP == 0u) {  // (n, i, j)
-    const int plane = pc.oh * pc.ow;
-    const int n = q / plane;
-    const int ij = q - n * plane;
-    const int i = ij / pc.ow;
-    const int j = ij - i * pc.ow;
-    bc.base = (n * pc.c + g * pc.cg) * pc.h * pc.w;
-    bc.r0 = i * pc.sh - pc.ph;
-    bc.c0 = j * pc.sw - pc.pw;
-  } else if (OP == 1u) {  // (n, h, v)
-    const int plane = pc.h * pc.w;
-    const int n = q / plane;
-    const int hv = q - n * plane;
-    const int hh = hv / pc.w;
-    bc.base = (n * pc.o + g * pc.og) * pc.oh * pc.ow;
-    bc.r0 = hh + pc.ph;
-    bc.c0 = hv - hh * pc.w + pc.pw;
-  } else {  // (c, a, b)
-    const int c = q / khw();
-    const int ab = q - c * khw();
-    const int a = ab / pc.kw;
-    bc.base = (g * pc.cg + c) * pc.h * pc.w;
-    bc.r0 = a * pc.dh - pc.ph;
-    bc.c0 = (ab - a * pc.kw) * pc.dw - pc.pw;
-  }
-  return bc;
-}
-
-// The k row's part of B's coordinates: forward (c*H*W, a*dh, b*dw); input grad (o*OH*OW, a*dh,
-// b*dw); weight grad (n*C*H*W, i*sh, j*sw).
-ivec3 b_row(uint k) {
-  const int kk = int(k);
-  if (OP == 2u) {
-    const int plane = pc.oh * pc.ow;
-    const int n = kk / plane;
-    const int ij = kk - n * plane;
-    const int i = ij / pc.ow;
-    return ivec3(n * pc.c * pc.h * pc.w, i * pc.sh, (ij - i * pc.ow) * pc.sw);
-  }
-  const int t = kk / khw();
-  const int ab = kk - t * khw();
-  const int a = ab / pc.kw;
-  const int plane = OP == 0u ? pc.h * pc.w : pc.oh * pc.ow;
-  return ivec3(t * plane, a * pc.dh, (ab - a * pc.kw) * pc.dw);
-}
-
-float b_at(BCol bc, ivec3 kr) {
-  if (!bc.valid) return 0.0;
-  if (OP == 1u) {
-    const int ti = bc.r0 - kr.y;
-    const int tj = bc.c0 - kr.z;
-    if (ti < 0 || tj < 0) return 0.0;
-    // Stride 1 (the common case) needs no division, which llvmpipe runs lane by lane.
-    const int i = pc.sh == 1 ? ti : ti / pc.sh;
-    const int j = pc.sw == 1 ? tj : tj / pc.sw;
-    if (i * pc.sh != ti || j * pc.sw != tj || i >= pc.oh || j >= pc.ow) return 0.0;
-    return in_b[bc.base + kr.x + i * pc.ow + j];
-  }
-  const int ih = bc.r0 + kr.y;
-  const int iw = bc.c0 + kr.z;
-  if (ih < 0 || ih >= pc.h || iw < 0 || iw >= pc.w) return 0.0;
-  return in_b[bc.base + kr.x + ih * pc.w + iw];
 }
 
 vec4 load_b(BCol cols[4], uint k, uint kend) {
@@ -224,50 +114,14 @@ void per_output() {
     const uint kbeg = split * pc.k_range;
     const uint kend = min(pc.K, kbeg + pc.k_range);
     const BCol bc = b_column(g, col);
-    const int kq = int(kbeg) / ka();
-    int kr = int(kbeg) - kq * ka();
-    int at = a_base(g, int(r)) + kq * sa() + kr;
-    // B's k coordinates advance by counters, not by b_row's divisions per k: llvmpipe divides
-    // integers lane by lane, which cost more than the multiply-adds. Forward and input grad step
-    // (t, a, b), b fastest; weight grad (n, i, j), j fastest.
-    ivec3 kc = b_row(kbeg);
-    const bool weight_grad = OP == 2u;
-    const int inner_n = weight_grad ? pc.ow : pc.kw;
-    const int outer_n = weight_grad ? pc.oh : pc.kh;
-    const int inner_step = weight_grad ? pc.sw : pc.dw;
-    const int outer_step = weight_grad ? pc.sh : pc.dh;
-    const int block = weight_grad ? pc.c * pc.h * pc.w : OP == 0u ? pc.h * pc.w : pc.oh * pc.ow;
-    int inner = kc.z / inner_step;
-    int outer = kc.y / outer_step;
+    const int a_row = a_base(g, int(r));
+    KWalk walk = k_walk(kbeg);
     float acc = 0.0;
     for (uint k = kbeg; k < kend; ++k) {
-      acc += in_a[at] * b_at(bc, kc);
-      ++kr;
-      ++at;
-      if (kr == ka()) {
-        kr = 0;
-        at += sa() - ka();
-      }
-      ++inner;
-      kc.z += inner_step;
-      if (inner == inner_n) {
-        inner = 0;
-        kc.z = 0;
-        ++outer;
-        kc.y += outer_step;
-        if (outer == outer_n) {
-          outer = 0;
-          kc.y = 0;
-          kc.x += block;
-        }
-      }
+      acc += in_a[a_row + walk.a_off] * b_at(bc, walk.kc);
+      k_step(walk);
     }
-    const int plane = OP == 0u ? pc.oh * pc.ow : OP == 1u ? pc.h * pc.w : int(pc.NC);
-    const int channels = OP == 1u ? pc.c : pc.o;
-    const int per_group = OP == 1u ? pc.cg : pc.og;
-    const int cn = int(col) / plane;
-    const int cp = int(col) - cn * plane;
-    outv[split * pc.split_stride + uint((cn * channels + g * per_group + int(r)) * plane + cp)] = acc;
+    outv[c_index(split, g, int(r), int(col))] = acc;
   }
 }
 

@@ -283,6 +283,8 @@ DeviceInfo describe_device(VkInstance instance, VkPhysicalDevice device, std::ui
   vkGetPhysicalDeviceFeatures2(device, &features);
   info.storage_buffer_16bit_access = storage16.storageBuffer16BitAccess == VK_TRUE;
   info.subgroup_size = subgroup.subgroupSize;
+  info.compute_subgroup_broadcast = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+                                    (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT) != 0;
   if (base.apiVersion >= VK_API_VERSION_1_2) {
     info.driver_name = driver.driverName;
     info.driver_info = driver.driverInfo;

@@ -12,6 +12,7 @@
 #include "tensorgrad/vk/error.h"
 #include "vk/fusion.h"
 #include "vk/kernels/attention_units.h"
+#include "vk/kernels/conv_gemm.h"
 #include "vk/kernels/matmul_units.h"
 #include "vk/low_precision_lowering.h"
 #include "vk/transpose_absorb.h"
@@ -80,6 +81,7 @@ ProgramPlan plan_program(const Graph& graph, const DeviceInfo& info, const Progr
   // operands the absorbed transposes chose.
   route_matmuls(graph, info, options.matmul_precision, p.launches);
   route_attention(graph, info, p.launches);
+  route_convolutions(graph, info, p.launches);
   plan_options.scratch_bytes.resize(p.launches.size(), 0);
   for (std::size_t n = 0; n < p.launches.size(); ++n) {
     plan_options.scratch_bytes[n] = p.launches[n].scratch_bytes;

@@ -9,6 +9,8 @@
 //   - ScopedSmallLaunchThresholdsForTesting: matmul's large tiles, the workgroup combine of split
 //     reductions and sum_to_shape's block partials switch at small sizes (kernels.h);
 //   - ProgramOptions::max_workgroups of 1-3: every shader's grid-stride loop runs.
+// The convolutions run each case twice, on the tiled kernel and on the row-block kernel
+// (ScopedConvKernelForTesting), whichever the device runs by default.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -174,17 +177,31 @@ TEST_P(BoundarySweep, MatchesTheF64OracleForwardAndGradient) {
         tg::testing::largest_value(c.graph) <= (image_op ? std::int64_t{1} << 12 : std::int64_t{1} << 17))
       small.emplace();
     if (setup_index == 2) options.max_workgroups = static_cast<std::uint32_t>(1 + i % 3);
-    const std::string setup = !small && setup_index != 2 ? "default launch choices"
-                              : small                    ? "small launch thresholds"
-                                                         : "max_workgroups " + std::to_string(options.max_workgroups);
-    if (std::string why = compare(ctx, c, options); !why.empty()) {
-      FAIL() << why << " (" << setup << ", case " << i << ")" << tg::testing::describe(c);
-    }
-    const auto grads = low_precision ? tg::testing::dtype_gradient_case(c, dtype, seed)
-                                     : tg::testing::projected_gradient_case(c, seed);
-    if (grads) {
-      if (std::string why = compare(ctx, *grads, options); !why.empty()) {
-        FAIL() << why << " (" << setup << ", case " << i << ", gradient graph)" << tg::testing::describe(*grads);
+    const std::string launch = !small && setup_index != 2 ? "default launch choices"
+                               : small                    ? "small launch thresholds"
+                                                          : "max_workgroups " + std::to_string(options.max_workgroups);
+    // The convolutions run every case on both their kernels (the tiles GPUs run, the row blocks
+    // CPU devices run), whichever the device takes by default.
+    using Kernel = LaunchThresholds::ConvKernel;
+    const bool conv_op = op == op::Conv2d || op == op::Conv2dInputGrad || op == op::Conv2dWeightGrad;
+    const std::vector<Kernel> kernels =
+        conv_op ? std::vector{Kernel::tiles, Kernel::rows} : std::vector{Kernel::by_device};
+    for (const Kernel kernel : kernels) {
+      std::optional<ScopedConvKernelForTesting> forced;
+      if (conv_op) forced.emplace(kernel);
+      const std::string setup = std::string(kernel == Kernel::tiles  ? "tiled conv kernel, "
+                                            : kernel == Kernel::rows ? "row-block conv kernel, "
+                                                                     : "") +
+                                launch;
+      if (std::string why = compare(ctx, c, options); !why.empty()) {
+        FAIL() << why << " (" << setup << ", case " << i << ")" << tg::testing::describe(c);
+      }
+      const auto grads = low_precision ? tg::testing::dtype_gradient_case(c, dtype, seed)
+                                       : tg::testing::projected_gradient_case(c, seed);
+      if (grads) {
+        if (std::string why = compare(ctx, *grads, options); !why.empty()) {
+          FAIL() << why << " (" << setup << ", case " << i << ", gradient graph)" << tg::testing::describe(*grads);
+        }
       }
     }
     ++checked;

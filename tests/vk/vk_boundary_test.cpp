@@ -124,6 +124,9 @@ TEST_F(VkTest, BoundaryMatmulTilesSplitsAndLongK) {
 
 TEST_F(VkTest, BoundaryConvolutionAndScatterAddSums) {
   auto ctx = make_context();
+  // The tiled kernel's thresholds, on every device (CPU devices run the row blocks by default:
+  // vk_conv_rows_test.cpp crosses theirs).
+  const ScopedConvKernelForTesting tiles(LaunchThresholds::ConvKernel::tiles);
   GraphBuilder b("sum_boundaries");
   TracingScope scope(b);
   TensorMap in;

@@ -26,6 +26,7 @@
 #include "support/tolerance.h"
 #include "tensorgrad/ir/ops/ids/image.h"
 #include "tensorgrad/vk/executor.h"
+#include "vk/kernels/kernels.h"
 #include "vk_oracle_check.h"
 #include "vk_test_support.h"
 
@@ -248,7 +249,11 @@ TEST_F(VkTest, ImageConvolutionEdgeShapes) {
   TensorMap in;
   std::uint32_t seed = 1;
   for (const auto& input : g.inputs()) in.emplace(input.name, random_f32(g.type(input.value).shape, seed++));
-  check_one(ctx, g, in);
+  // Both kernels: the tiles GPUs run and the row blocks CPU devices run (their zero-K paths).
+  for (const auto kernel : {LaunchThresholds::ConvKernel::tiles, LaunchThresholds::ConvKernel::rows}) {
+    const ScopedConvKernelForTesting forced(kernel);
+    check_one(ctx, g, in);
+  }
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
 

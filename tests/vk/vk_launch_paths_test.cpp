@@ -13,6 +13,7 @@
 #include "support/library.h"
 #include "tensorgrad/ir/launch_paths.h"
 #include "tensorgrad/vk/executor.h"
+#include "vk/kernels/kernels.h"
 #include "vk_oracle_check.h"
 #include "vk_test_support.h"
 
@@ -301,6 +302,7 @@ TEST_F(VkTest, LaunchPathsFusedAndOwnKernels) {
 // into ranges.
 TEST_F(VkTest, LaunchPathsSeldomDrawnForms) {
   auto ctx = make_context();
+  const ScopedConvKernelForTesting tiles(LaunchThresholds::ConvKernel::tiles);  // the tiled input grad's split
   GraphBuilder b("paths_seldom");
   TracingScope scope(b);
   b.output("empty_k", matmul(b.input("a", {DType::f32, {2, 0}}), b.input("b", {DType::f32, {0, 3}})));

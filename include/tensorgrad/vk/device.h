@@ -82,7 +82,9 @@ struct DeviceInfo {
   bool storage_buffer_16bit_access = false;
   // Cooperative matrices, 16-bit shader types and the memory model (see MatrixUnitFeatures).
   MatrixUnitFeatures matrix_units;
-  std::uint32_t subgroup_size = 0;    // VkPhysicalDeviceSubgroupProperties
+  std::uint32_t subgroup_size = 0;  // VkPhysicalDeviceSubgroupProperties
+  // subgroupBroadcast in compute shaders (the ballot operations in the compute stage).
+  bool compute_subgroup_broadcast = false;
   float timestamp_period = 0;         // nanoseconds per timestamp tick
   bool timestamps_supported = false;  // timestamp queries work on the compute queue family below
 

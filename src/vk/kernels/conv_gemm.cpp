@@ -55,21 +55,6 @@ constexpr std::int64_t kPerOutputMaxItems = std::int64_t{1} << 24;
 constexpr std::int64_t kPerOutputMinK = 64;
 constexpr std::int64_t kPerOutputTargetItems = std::int64_t{1} << 16;
 
-struct ConvGemmPush {
-  std::int32_t c = 0, h = 0, w = 0;
-  std::int32_t o = 0, kh = 0, kw = 0;
-  std::int32_t oh = 0, ow = 0;
-  std::int32_t sh = 0, sw = 0, ph = 0, pw = 0, dh = 0, dw = 0;
-  std::int32_t cg = 0, og = 0;
-  std::uint32_t m = 0, nc = 0, k = 0;
-  std::uint32_t k_range = 0;
-  std::uint32_t groups = 0;
-  std::uint32_t tiles_m = 0, tiles_n = 0;
-  std::uint32_t flags = 0;
-  std::uint32_t split_stride = 0;
-};
-static_assert(sizeof(ConvGemmPush) == 100);  // Vulkan guarantees 128 bytes of push constants
-
 struct OpPaths {
   explicit OpPaths(std::string_view op)
       : unsplit("vulkan", op, "gemm"),
@@ -130,20 +115,20 @@ std::int64_t choose_k_range(std::uint64_t tiles, std::int64_t k) {
 
 }  // namespace
 
-KernelLaunch plan_conv_gemm(const Graph& graph, const Node& node, ConvRole role) {
-  const ConvGeometry g = conv_geometry(role, node.attrs, graph.type(node.inputs[0]).shape,
-                                       graph.type(node.inputs[1]).shape, graph.type(node.output).shape);
-  const OpPaths& paths = kPaths[static_cast<int>(role)];
+ConvProduct conv_product(const Graph& graph, const Node& node, ConvRole role) {
+  ConvProduct p{conv_geometry(role, node.attrs, graph.type(node.inputs[0]).shape, graph.type(node.inputs[1]).shape,
+                              graph.type(node.output).shape)};
+  const ConvGeometry& g = p.geometry;
   const std::int64_t khw = g.kh * g.kw;
-  const std::int64_t m = role == ConvRole::input_grad ? g.c_per_group() : g.o_per_group();
-  const std::int64_t nc = role == ConvRole::forward      ? g.n * g.oh * g.ow
-                          : role == ConvRole::input_grad ? g.n * g.h * g.w
-                                                         : g.c_per_group() * khw;
-  const std::int64_t k = role == ConvRole::forward      ? g.c_per_group() * khw
-                         : role == ConvRole::input_grad ? g.o_per_group() * khw
-                                                        : g.n * g.oh * g.ow;
-  const std::int64_t out_size = graph.type(node.output).size();
-
+  p.m = role == ConvRole::input_grad ? g.c_per_group() : g.o_per_group();
+  p.nc = role == ConvRole::forward      ? g.n * g.oh * g.ow
+         : role == ConvRole::input_grad ? g.n * g.h * g.w
+                                        : g.c_per_group() * khw;
+  p.k = role == ConvRole::forward      ? g.c_per_group() * khw
+        : role == ConvRole::input_grad ? g.o_per_group() * khw
+                                       : g.n * g.oh * g.ow;
+  p.out_size = graph.type(node.output).size();
+  const std::int64_t m = p.m, nc = p.nc, k = p.k, out_size = p.out_size;
   // 32-bit indexing: every operand, every coordinate the geometry reaches (padded and dilated
   // extents included) and the products' extents stay below 2^31.
   for (ValueId v : node.inputs) {
@@ -173,6 +158,52 @@ KernelLaunch plan_conv_gemm(const Graph& graph, const Node& node, ConvRole role)
     if (e > kIntMax) refuse(graph, node, "an extent, stride or padded extent exceeds the shader's int range");
   }
 
+  // A's rows and blocks of K start on vec4s when the block length (K, KH*KW, OH*OW) is a multiple of
+  // 4; C's planes (OH*OW, H*W, the weight's C/groups*KH*KW) likewise.
+  const std::int64_t a_block = role == ConvRole::forward ? k : role == ConvRole::input_grad ? khw : g.oh * g.ow;
+  const std::int64_t c_plane = role == ConvRole::forward ? g.oh * g.ow : role == ConvRole::input_grad ? g.h * g.w : nc;
+  p.vec_a = a_block % 4 == 0;
+  p.vec_c = c_plane % 4 == 0;
+
+  const auto i32 = [](std::int64_t v) { return static_cast<std::int32_t>(v); };
+  const auto u32 = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
+  ConvGemmPush& push = p.push;
+  push.c = i32(g.c), push.h = i32(g.h), push.w = i32(g.w);
+  push.o = i32(g.o), push.kh = i32(g.kh), push.kw = i32(g.kw);
+  push.oh = i32(g.oh), push.ow = i32(g.ow);
+  push.sh = i32(g.stride_h), push.sw = i32(g.stride_w), push.ph = i32(g.pad_h), push.pw = i32(g.pad_w);
+  push.dh = i32(g.dil_h), push.dw = i32(g.dil_w);
+  push.cg = i32(g.c_per_group()), push.og = i32(g.o_per_group());
+  push.m = u32(m), push.nc = u32(nc), push.k = u32(k);
+  push.groups = u32(g.groups);
+  push.split_stride = u32(out_size);
+  return p;
+}
+
+void refuse_conv_splits(const Graph& graph, const Node& node, std::uint64_t out_size, std::uint64_t tiles,
+                        std::uint64_t splits) {
+  if (out_size * splits > 0xffffffffull || tiles * splits > 0xffffffffull) {
+    refuse(graph, node, "more than 2^32-1 split-K partials or tiles for the shader's 32-bit indexing");
+  }
+}
+
+std::vector<ValueId> conv_bindings(const Graph& graph, const Node& node, bool split) {
+  // Bindings: B's operand (x, or g for the input gradient), A's (w, or g for the weight gradient),
+  // then the output. An empty operand (K = 0, or an image of no pixels whose taps all fall in the
+  // padding) is never read: the output takes its slot, as a zero-byte binding is invalid.
+  ValueId b_operand = node.inputs[0];
+  ValueId a_operand = node.inputs[1];
+  if (graph.type(b_operand).size() == 0) b_operand = node.output;
+  if (graph.type(a_operand).size() == 0) a_operand = node.output;
+  return {b_operand, a_operand, split ? kScratch : node.output};
+}
+
+KernelLaunch plan_conv_gemm(const Graph& graph, const Node& node, ConvRole role) {
+  ConvProduct product = conv_product(graph, node, role);
+  const ConvGeometry& g = product.geometry;
+  const OpPaths& paths = kPaths[static_cast<int>(role)];
+  const std::int64_t m = product.m, nc = product.nc, k = product.k, out_size = product.out_size;
+
   const std::uint64_t tiles =
       static_cast<std::uint64_t>(ceil_div(m, kTile) * ceil_div(nc, kTile) * std::max<std::int64_t>(g.groups, 1));
   // Thin: the tiles' places outnumber the outputs kThinTileShare times over.
@@ -187,46 +218,18 @@ KernelLaunch plan_conv_gemm(const Graph& graph, const Node& node, ConvRole role)
                           out_size * per_output_splits <= kPerOutputMaxItems;
   const std::int64_t k_range = k == 0 ? 0 : per_output ? ceil_div(k, per_output_splits) : choose_k_range(tiles, k);
   const std::int64_t splits = k == 0 ? 1 : ceil_div(k, k_range);
-  if (static_cast<std::uint64_t>(out_size) * static_cast<std::uint64_t>(splits) > 0xffffffffull ||
-      tiles * static_cast<std::uint64_t>(splits) > 0xffffffffull) {
-    refuse(graph, node, "more than 2^32-1 split-K partials or tiles for the shader's 32-bit indexing");
-  }
+  refuse_conv_splits(graph, node, static_cast<std::uint64_t>(out_size), tiles, static_cast<std::uint64_t>(splits));
 
-  ConvGemmPush push;
-  const auto i32 = [](std::int64_t v) { return static_cast<std::int32_t>(v); };
-  const auto u32 = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
-  push.c = i32(g.c), push.h = i32(g.h), push.w = i32(g.w);
-  push.o = i32(g.o), push.kh = i32(g.kh), push.kw = i32(g.kw);
-  push.oh = i32(g.oh), push.ow = i32(g.ow);
-  push.sh = i32(g.stride_h), push.sw = i32(g.stride_w), push.ph = i32(g.pad_h), push.pw = i32(g.pad_w);
-  push.dh = i32(g.dil_h), push.dw = i32(g.dil_w);
-  push.cg = i32(g.c_per_group()), push.og = i32(g.o_per_group());
-  push.m = u32(m), push.nc = u32(nc), push.k = u32(k);
-  push.k_range = u32(k_range);
-  push.groups = u32(g.groups);
-  push.tiles_m = u32(ceil_div(m, kTile));
-  push.tiles_n = u32(ceil_div(nc, kTile));
-  push.split_stride = u32(out_size);
-  // A's rows and blocks of K start on vec4s when the block length (K, KH*KW, OH*OW) is a multiple of
-  // 4; C's planes (OH*OW, H*W, the weight's C/groups*KH*KW) likewise.
-  const std::int64_t a_block = role == ConvRole::forward ? k : role == ConvRole::input_grad ? khw : g.oh * g.ow;
-  const std::int64_t c_plane = role == ConvRole::forward ? g.oh * g.ow : role == ConvRole::input_grad ? g.h * g.w : nc;
-  const bool vec_a = a_block % 4 == 0;
-  const bool vec_c = c_plane % 4 == 0;
-  push.flags = (vec_a ? kFlagVecA : 0u) | (vec_c ? kFlagVecC : 0u) | (per_output ? kFlagPerOutput : 0u);
+  ConvGemmPush& push = product.push;
+  push.k_range = static_cast<std::uint32_t>(k_range);
+  push.tiles_m = static_cast<std::uint32_t>(ceil_div(m, kTile));
+  push.tiles_n = static_cast<std::uint32_t>(ceil_div(nc, kTile));
+  push.flags = (product.vec_a ? kFlagVecA : 0u) | (product.vec_c ? kFlagVecC : 0u) | (per_output ? kFlagPerOutput : 0u);
 
   KernelLaunch launch;
   launch.shader = "conv2d_gemm";
   launch.specialization = {static_cast<std::uint32_t>(role)};
-  // Bindings: B's operand (x, or g for the input gradient), A's (w, or g for the weight gradient),
-  // then the output. An empty operand (K = 0, or an image of no pixels whose taps all fall in the
-  // padding) is never read: the output takes its slot, as a zero-byte binding is invalid.
-  const ValueId out = splits > 1 ? kScratch : node.output;
-  ValueId b_operand = node.inputs[0];
-  ValueId a_operand = node.inputs[1];
-  if (graph.type(b_operand).size() == 0) b_operand = node.output;
-  if (graph.type(a_operand).size() == 0) a_operand = node.output;
-  launch.bindings = {b_operand, a_operand, out};
+  launch.bindings = conv_bindings(graph, node, splits > 1);
   append_pod(launch.push, push);
   launch.group_size = kGroupSize;
   if (per_output) {
@@ -245,8 +248,8 @@ KernelLaunch plan_conv_gemm(const Graph& graph, const Node& node, ConvRole role)
   if (per_output) {
     launch.paths.push_back(&paths.per_output);
   } else {
-    if (k > 0) launch.paths.push_back(vec_a ? &paths.vec4_a : &paths.scalar_a);
-    launch.paths.push_back(vec_c ? &paths.vec4_c : &paths.scalar_c);
+    if (k > 0) launch.paths.push_back(product.vec_a ? &paths.vec4_a : &paths.scalar_a);
+    launch.paths.push_back(product.vec_c ? &paths.vec4_c : &paths.scalar_c);
   }
   if (g.grouped()) launch.paths.push_back(&paths.grouped);
   if (splits > 1) {

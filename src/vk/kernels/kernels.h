@@ -150,6 +150,9 @@ struct LaunchThresholds {
   std::int64_t serial_pool_max_compares = 4096;  // max_pool2d: one invocation per output up to here
   // conv2d and its gradients (conv_gemm.cpp): a product of at most 16 tiles splits K from here.
   std::int64_t conv_few_tiles_split_min_k = 256;
+  // Which kernel the convolutions run (conv_gemm.h's route_convolutions): the device's (row blocks
+  // on CPU devices, tiles elsewhere), or one forced everywhere so that one device tests both.
+  enum class ConvKernel { by_device, tiles, rows } conv_kernel = ConvKernel::by_device;
 };
 // The thresholds in force (the defaults unless a test scope below lives).
 const LaunchThresholds& launch_thresholds();
@@ -164,6 +167,18 @@ class ScopedSmallLaunchThresholdsForTesting {
 
  private:
   LaunchThresholds previous_;
+};
+
+// Tests only: forces the convolutions' kernel while it lives. Not thread-safe; one at a time.
+class ScopedConvKernelForTesting {
+ public:
+  explicit ScopedConvKernelForTesting(LaunchThresholds::ConvKernel kernel);
+  ~ScopedConvKernelForTesting();
+  ScopedConvKernelForTesting(const ScopedConvKernelForTesting&) = delete;
+  ScopedConvKernelForTesting& operator=(const ScopedConvKernelForTesting&) = delete;
+
+ private:
+  LaunchThresholds::ConvKernel previous_;
 };
 
 // The second dispatch of a split reduction (shaders/matmul_split_sum.comp): `output`[i] = the sum of

@@ -19,4 +19,11 @@ ScopedSmallLaunchThresholdsForTesting::ScopedSmallLaunchThresholdsForTesting() :
 
 ScopedSmallLaunchThresholdsForTesting::~ScopedSmallLaunchThresholdsForTesting() { g_thresholds = previous_; }
 
+ScopedConvKernelForTesting::ScopedConvKernelForTesting(LaunchThresholds::ConvKernel kernel)
+    : previous_(g_thresholds.conv_kernel) {
+  g_thresholds.conv_kernel = kernel;
+}
+
+ScopedConvKernelForTesting::~ScopedConvKernelForTesting() { g_thresholds.conv_kernel = previous_; }
+
 }  // namespace tg::vk
