@@ -70,27 +70,16 @@ void store_slice(uint buf, uint e, vec4 av, vec4 bv) {
   sh_B[buf][e / VEC][e % VEC] = bv;
 }
 
-// ---- C: row r, column col = (cn, cp) of a plane of P columns ----
-// forward: y[cn, gOg+r, cp] (P = OH*OW); input grad: dx[cn, gCg+r, cp] (P = H*W); weight grad:
-// dw[gOg+r, cp] (P = NC, cn = 0).
+// ---- C: the quad of row r from column col (c_index's layout) ----
 void store_c(uint split, int g, uint r, uint col, vec4 v) {
   if (r >= pc.M || col >= pc.NC) return;
-  const int plane = OP == 0u ? pc.oh * pc.ow : OP == 1u ? pc.h * pc.w : int(pc.NC);
-  const int channels = OP == 1u ? pc.c : pc.o;
-  const int per_group = OP == 1u ? pc.cg : pc.og;
-  const int q = int(col);
-  const int cn = q / plane;
-  const int cp = q - cn * plane;
-  const uint at = split * pc.split_stride + uint(((cn * channels + g * per_group + int(r)) * plane) + cp);
   if ((pc.flags & FLAG_VEC_C) != 0u) {
-    outv4[at >> 2] = v;  // P % 4 == 0: the quad lies in one plane
+    outv4[c_index(split, g, int(r), int(col)) >> 2] = v;  // P % 4 == 0: the quad lies in one plane
     return;
   }
   [[unroll]] for (uint q4 = 0u; q4 < 4u; ++q4) {
     if (col + q4 >= pc.NC) return;
-    const int qq = q + int(q4);
-    const int n2 = qq / plane;
-    outv[split * pc.split_stride + uint(((n2 * channels + g * per_group + int(r)) * plane) + qq - n2 * plane)] = v[q4];
+    outv[c_index(split, g, int(r), int(col + q4))] = v[q4];
   }
 }
 

@@ -165,6 +165,7 @@ struct Program::Impl {
                              options.timestamps,
                              options.max_workgroups};
     recorded = record_program(ctx, request, stats);
+    kept_outputs.resize(graph.outputs().size());
   }
 
   bool is_resident(std::string_view name) const {
@@ -294,7 +295,6 @@ struct Program::Impl {
     for (std::size_t i = 0; i < graph.outputs().size(); ++i) {
       const GraphOutput& o = graph.outputs()[i];
       if (unread_outputs.contains(o.value)) continue;
-      kept_outputs.resize(graph.outputs().size());
       out[o.name] = read_words(graph.type(o.value), recorded.staged(recorded.staging_out, recorded.out_staged[i]),
                                &kept_outputs[i]);
     }
