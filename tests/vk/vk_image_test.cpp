@@ -309,6 +309,8 @@ TEST_F(VkTest, ImageGridStrideWrapsPastTheWorkgroupLimit) {
 // the first NaN over everything, -inf and +inf as ordinary values; the gradient goes to that element
 // and overlapping windows add up. Plus size-1 kernels, stride above the kernel, padding, and windows
 // large enough for the workgroup modes (4225 taps forward; up to 2x3 windows of 1089 taps backward).
+// The gradients of disjoint windows ({1,1,0}, {2,2,0}, {2,3,1}) run the window cells; the overlapping
+// ones keep both gather modes tested (vk_pool_cells_test.cpp crosses between them).
 TEST_F(VkTest, ImagePoolingTiesNaNAndBothModes) {
   auto ctx = make_context();
   const float nan = std::numeric_limits<float>::quiet_NaN();

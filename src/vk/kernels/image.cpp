@@ -2,7 +2,9 @@
 // as implicit GEMMs (conv_gemm.cpp, shaders/conv2d_gemm.comp), max_pool2d (shaders/max_pool2d.comp)
 // and max_pool2d_grad (shaders/max_pool2d_grad.comp). Every pooled output element is picked by one
 // invocation in the interpreter's order, or, when its windows are large, by one 256-invocation
-// workgroup with a fixed-shape shared-memory tree: deterministic either way. Every launch declares
+// workgroup with a fixed-shape shared-memory tree: deterministic either way. The gradient of windows
+// that do not overlap (stride >= kernel) runs one invocation per window, which finds the argmax once
+// and writes the window's cell of the input plane. Every launch declares
 // its loop passes (kernels.h); pooling gradients with windows above 53x53 at stride 1 (each input
 // element re-finds the argmax of up to k*k windows of k*k taps) declare more than lavapipe's
 // 65535, and check_loop_limit refuses them there by name.
@@ -26,15 +28,23 @@ namespace {
 constexpr std::uint32_t kGroupSize = 256;
 // Pooling: compares per output (window taps) or per input element (covering windows x taps).
 constexpr std::int64_t kSerialPoolCompares = 4096;
+// The pooling gradient's cell mode: the most input elements one invocation's cell may hold. A cell
+// of A elements costs at most about 3A loop passes to write (A rows of one column) and its window
+// as many to search, so one grid pass stays near 25,000, well inside lavapipe's 65535 even past the
+// executor's workgroup cap; larger cells take the gather modes.
+constexpr std::int64_t kPoolCellMaxElements = 4096;
 constexpr std::int64_t kIntMax = std::numeric_limits<std::int32_t>::max();
 
 const SizeThreshold kSerialPoolThreshold{"vulkan", "max_pool2d", "serial_max_compares", kSerialPoolCompares};
+const SizeThreshold kPoolCellThreshold{"vulkan", "max_pool2d_grad", "window_cells_max_elements", kPoolCellMaxElements};
 
 // Pooling: one invocation per output (mode 1) or a workgroup per output (mode 0).
 const LaunchPath kPoolSerial{"vulkan", "max_pool2d", "serial"};
 const LaunchPath kPoolWorkgroup{"vulkan", "max_pool2d", "workgroup_per_output"};
 const LaunchPath kPoolGradSerial{"vulkan", "max_pool2d_grad", "serial"};
 const LaunchPath kPoolGradWorkgroup{"vulkan", "max_pool2d_grad", "workgroup_per_output"};
+// One invocation per window writing its cell (mode 2).
+const LaunchPath kPoolGradCells{"vulkan", "max_pool2d_grad", "window_cells"};
 
 [[noreturn]] void refuse(const Graph& graph, const Node& node, const std::string& why) {
   std::string types;
@@ -71,9 +81,17 @@ struct PoolPush {
   std::int32_t h = 0, w = 0;
   std::int32_t oh = 0, ow = 0;
   std::int32_t kernel = 0, stride = 0, padding = 0;
-  std::int32_t unused = 0;
+  std::int32_t zero_bits = 0;  // the gradient shader's run-time +0.0 (max_pool2d_grad.comp); unused forward
 };
 static_assert(sizeof(PoolPush) == 40);
+
+// The longest cell along one axis of `count` windows over [0, extent) (max_pool2d_grad.comp, mode
+// 2): the first [0, s - p), the middle ones s, the last [(count - 1) * s - p, extent), which holds
+// the rows after the last window when extent is not a multiple of the stride; one window owns all.
+std::int64_t longest_cell(std::int64_t extent, std::int64_t count, std::int64_t s, std::int64_t p) {
+  if (count <= 1) return extent;
+  return std::max({s - p, count > 2 ? s : 0, extent - ((count - 1) * s - p)});
+}
 
 KernelLaunch plan_pool(const Graph& graph, const Node& node, bool grad) {
   const Shape& x = graph.type(node.inputs[0]).shape;
@@ -92,10 +110,21 @@ KernelLaunch plan_pool(const Graph& graph, const Node& node, bool grad) {
   const bool serial = taps <= launch_thresholds().serial_pool_max_compares &&
                       windows <= launch_thresholds().serial_pool_max_compares &&
                       windows * taps <= launch_thresholds().serial_pool_max_compares;
-  const std::int64_t rows = graph.type(node.output).size();
+  // The gradient of windows that do not overlap: one invocation per window writes its cell. Its
+  // argmax is the serial walk, so it keeps the serial compare limit too (at full thresholds a cell
+  // within kPoolCellMaxElements implies it; the test thresholds send such windows to the gather
+  // modes). On every device: it finds each argmax once instead of once per tap (k*k times), reads
+  // each input element once and gives the gather's bits, and CI's lavapipe then tests the path
+  // GPUs run. The shape rule gives oh, ow >= 1; the check keeps the cells' math away from oh == 0.
+  const std::int64_t cell_h = longest_cell(x[2], oh, s, p);
+  const std::int64_t cell_w = longest_cell(x[3], ow, s, p);
+  const bool cells = grad && s >= k && oh >= 1 && ow >= 1 && serial && cell_h <= kPoolCellMaxElements &&
+                     cell_w <= kPoolCellMaxElements && cell_h * cell_w <= kPoolCellMaxElements;
+  // The shader's grid: windows (cells), else output elements (the forward) or input elements.
+  const std::int64_t rows = cells ? graph.type(node.inputs[1]).size() : graph.type(node.output).size();
 
   PoolPush push;
-  push.mode = serial ? 1u : 0u;
+  push.mode = cells ? 2u : serial ? 1u : 0u;
   push.rows = static_cast<std::uint32_t>(rows);
   push.h = static_cast<std::int32_t>(x[2]);
   push.w = static_cast<std::int32_t>(x[3]);
@@ -111,18 +140,26 @@ KernelLaunch plan_pool(const Graph& graph, const Node& node, bool grad) {
   if (grad) launch.bindings.push_back(node.inputs[1]);
   launch.bindings.push_back(node.output);
   launch.group_size = kGroupSize;
-  launch.items = static_cast<std::uint64_t>(rows) * (serial ? 1u : kGroupSize);
+  launch.items = static_cast<std::uint64_t>(rows) * (cells || serial ? 1u : kGroupSize);
   // A window: two nested tap loops (serial), or a loop of taps / 256 and the tree (workgroup);
-  // the gradient re-finds it for each covering window. Not split: only windows above 53x53 at
-  // stride 1 for the gradient (or above 16 million taps for the forward) reach llvmpipe's limit,
-  // and check_loop_limit refuses those by name.
+  // the gather re-finds it for each covering window, the cell mode finds it once and then writes
+  // the cell (two nested loops). Not split: only windows above 53x53 at stride 1 for the gradient
+  // (or above 16 million taps for the forward) reach llvmpipe's limit, and check_loop_limit
+  // refuses those by name. Each mode holds 5 loops (the grid, two window or cell loops, two in the
+  // argmax); the two modes not taken make one pass each, 10 in all, within the 16 added.
   const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(std::max<std::int64_t>(v, 0)); };
   const std::uint64_t window = serial ? loop_passes(u(std::min(k, x[2])), loop_passes(u(std::min(k, x[3]))), 1)
                                       : loop_passes(ceil_div(u(taps), kGroupSize)) + loop_passes(8);
   const std::uint64_t per_row =
-      grad ? loop_passes(u(std::min(per_axis, oh)), loop_passes(u(std::min(per_axis, ow)), window, 2), 3) : window;
+      cells  ? window + loop_passes(u(cell_h), loop_passes(u(cell_w)), 1)
+      : grad ? loop_passes(u(std::min(per_axis, oh)), loop_passes(u(std::min(per_axis, ow)), window, 2), 3)
+             : window;
   launch.loop_passes = loop_passes(grid_iterations(launch.items, kGroupSize), per_row, grad ? 4 : 2) + 16;
-  launch.paths = {grad ? (serial ? &kPoolGradSerial : &kPoolGradWorkgroup) : (serial ? &kPoolSerial : &kPoolWorkgroup)};
+  launch.paths = {grad     ? (cells    ? &kPoolGradCells
+                              : serial ? &kPoolGradSerial
+                                       : &kPoolGradWorkgroup)
+                  : serial ? &kPoolSerial
+                           : &kPoolWorkgroup};
   append_pod(launch.push, push);
   return launch;
 }
