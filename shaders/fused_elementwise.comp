@@ -10,8 +10,11 @@
 // invocation; a periodic input, one whose shape is the output's trailing axes, e.g. a bias [C]
 // under [N, C], repeats every pc.period[k] elements, a multiple of 4; a spread input, the
 // output's leading axes then 1s, e.g. a row statistic [N, 1] under [N, C], holds one element per
-// pc.period[k] output elements, a multiple of 4, so a vec4 reads one word), MAX_INPUTS + s holds step
-// s's result. A step word is
+// pc.period[k] output elements, a multiple of 4, so a vec4 reads one word; a channel input, 1s
+// then a block of the output's axes then 1s, e.g. a conv bias [1, C, 1, 1] under [N, C, H, W],
+// holds one element per pc.period[k] output elements, a multiple of 4, and repeats after its
+// element count: output element i reads (i / period) % count; src/vk/fusion_operands.h),
+// MAX_INPUTS + s holds step s's result. A step word is
 //   op | a << 8 | b << 16 | c << 24
 // with op < UNARY a binary-family code (ew_codes.glsl): an ew_binary op or a comparison (of
 // registers a, b), or where (of registers a, b and register c); and op >= UNARY an ew_unary code +
@@ -29,6 +32,7 @@ const uint MAX_INPUTS = 12u;
 const uint MAX_OUTPUTS = 4u;
 const uint MAX_STEPS = 24u;
 const uint MAX_PARAM_SLOTS = 4u;
+const uint MAX_CHANNEL_INPUTS = 11u;  // src/vk/fusion.cpp's kMaxChannelInputs
 const uint UNARY = 16u;  // src/vk/fusion.cpp's kUnary
 
 layout(constant_id = 0) const uint NUM_STEPS = 0u;
@@ -63,13 +67,18 @@ layout(constant_id = 28) const uint P23 = 0u;
 layout(constant_id = 29) const uint PERIODIC_INPUTS = 0u;  // bit k: input k repeats (pc.period[k])
 layout(constant_id = 30) const uint SPREAD_INPUTS = 0u;    // bit k: each element of input k spans
                                                            // pc.period[k] output elements
+layout(constant_id = 31) const uint CHANNEL_INPUTS = 0u;   // bit k: as spread, repeating after
+                                                           // pc.channel_size[channel_slot(k)]
 
 layout(push_constant) uniform Push {
   uint n;  // elements of every non-broadcast input and every output
   float p0[MAX_PARAM_SLOTS];  // param slots of the unary steps with real attributes (ew_params)
   float p1[MAX_PARAM_SLOTS];
   uint period[MAX_INPUTS];  // a multiple of 4: a periodic input's elements, or the output elements
-                            // each element of a spread input covers
+                            // each element of a spread or channel input covers
+  // The j-th channel input's element count (j: its rank among the channel inputs). A second word
+  // per input would not fit the 128 bytes of push constants Vulkan guarantees; 11 do.
+  uint channel_size[MAX_CHANNEL_INPUTS];
 } pc;
 
 // Bindings 0..11: inputs (unused ones bound to input 0), 12..15: outputs (unused ones bound to
@@ -99,6 +108,9 @@ float R[MAX_INPUTS + MAX_STEPS];
 bool is_scalar(uint k) { return ((SCALAR_INPUTS >> k) & 1u) != 0u; }
 bool is_periodic(uint k) { return ((PERIODIC_INPUTS >> k) & 1u) != 0u; }
 bool is_spread(uint k) { return ((SPREAD_INPUTS >> k) & 1u) != 0u; }
+bool is_channel(uint k) { return ((CHANNEL_INPUTS >> k) & 1u) != 0u; }
+// Channel input k's slot in pc.channel_size: the channel inputs below k (a constant once specialized).
+uint channel_slot(uint k) { return uint(bitCount(CHANNEL_INPUTS & ((1u << k) - 1u))); }
 
 // Comparisons give 1.0 or 0.0 (a bool the run's where consumes; the host never lets one reach
 // memory); where picks b or register c by a != 0.0, copying the value as the per-op kernel copies
@@ -134,18 +146,21 @@ void run_lane(uint c) {
 
 #define LOAD_SCALAR(k) \
   if (k < NUM_INPUTS && is_scalar(k)) X[k] = uvec4(in##k[0]);
-#define LOAD4(k)                                     \
-  if (k < NUM_INPUTS && !is_scalar(k)) {             \
-    if (is_periodic(k))                              \
-      X[k] = in##k##v[v % (pc.period[k] >> 2u)];     \
-    else if (is_spread(k))                           \
-      X[k] = uvec4(in##k[v / (pc.period[k] >> 2u)]); \
-    else                                             \
-      X[k] = in##k##v[v];                            \
+// A spread input's index v / (run / 4) stays below its count; a channel input's wraps around.
+#define LOAD4(k)                                                                         \
+  if (k < NUM_INPUTS && !is_scalar(k)) {                                                 \
+    if (is_periodic(k))                                                                  \
+      X[k] = in##k##v[v % (pc.period[k] >> 2u)];                                         \
+    else if (is_spread(k))                                                               \
+      X[k] = uvec4(in##k[v / (pc.period[k] >> 2u)]);                                     \
+    else if (is_channel(k))                                                              \
+      X[k] = uvec4(in##k[(v / (pc.period[k] >> 2u)) % pc.channel_size[channel_slot(k)]]); \
+    else                                                                                 \
+      X[k] = in##k##v[v];                                                                \
   }
-// The n % 4 tail never has a periodic or spread input: its output is a whole number of periods
-// (spans), each whole vec4s, so n % 4 == 0 whenever one is present. Lanes past n stay 0; what the
-// program makes of them is never stored.
+// The n % 4 tail never has a periodic, spread or channel input: its output is a whole number of
+// periods (runs), each whole vec4s, so n % 4 == 0 whenever one is present. Lanes past n stay 0;
+// what the program makes of them is never stored.
 #define LOAD_TAIL(k)                                              \
   if (k < NUM_INPUTS && !is_scalar(k)) {                          \
     X[k] = uvec4(0u);                                             \

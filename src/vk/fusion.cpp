@@ -16,6 +16,7 @@
 #include "tensorgrad/ir/ops/ids/layout.h"
 #include "tensorgrad/ir/ops/ids/precision.h"
 #include "vk/ew_codes.h"
+#include "vk/fusion_operands.h"
 
 namespace tg::vk {
 
@@ -38,46 +39,21 @@ constexpr std::uint32_t kCopy = kUnary + kEwCopy;
 constexpr std::uint32_t kRoundF16 = kUnary + kEwRoundF16;
 constexpr std::uint32_t kRoundBf16 = kUnary + kEwRoundBf16;
 
+// The push constants, within the 128 bytes Vulkan guarantees (maxPushConstantsSize). A periodic,
+// spread or channel input needs one number in period[k]; a channel input also its element count,
+// which has no room per input (12 more words would make 132 bytes), so the channel inputs' counts
+// are packed in channel_size by their rank among the channel inputs (the shader derives the rank
+// from the CHANNEL_INPUTS bitmask, a specialization constant, at compile time). One slot short of
+// the inputs: a run reads at most kMaxChannelInputs channel inputs (Run::add).
+constexpr std::size_t kMaxChannelInputs = 11;
 struct FusedPush {
   std::uint32_t n = 0;
   float p0[kMaxParamSlots] = {};  // per param slot: a unary step's params (shader pc.p0, pc.p1)
   float p1[kMaxParamSlots] = {};
-  std::uint32_t period[kMaxInputs] = {};  // periodic inputs: their element count; spread: their run
+  std::uint32_t period[kMaxInputs] = {};  // periodic inputs: their element count; spread, channel: their run
+  std::uint32_t channel_size[kMaxChannelInputs] = {};  // the j-th channel input's element count
 };
-static_assert(sizeof(FusedPush) == 84);
-
-// An operand that repeats along the output: its shape, without leading 1s, is the output's
-// trailing axes (a bias [C] or [1, C] under [N, C]), and it spans whole vec4s. Element i of the
-// output reads its element i % size, as the per-op kernel's broadcast strides do.
-bool periodic(const TensorType& in, const TensorType& out) {
-  if (in.size() <= 1 || in.size() % 4 != 0 || in.size() >= out.size()) return false;
-  std::size_t lead = 0;
-  while (lead < in.shape.size() && in.shape[lead] == 1) ++lead;
-  const std::size_t rank = in.shape.size() - lead;
-  if (rank > out.shape.size()) return false;
-  return std::equal(in.shape.begin() + static_cast<std::ptrdiff_t>(lead), in.shape.end(),
-                    out.shape.end() - static_cast<std::ptrdiff_t>(rank));
-}
-
-// An operand that spreads each element over a run of output elements: its shape is the output's
-// leading axes followed by 1s, after as many leading 1s as the output has extra axes (a row
-// statistic [N, 1] under [N, C], LayerNorm's mean and rstd), and each run (the product of the
-// output's axes where it has 1s) is whole vec4s. Element i of the output reads its element
-// i / run. Returns the run, 0 when the operand is not spread.
-std::uint64_t spread_run(const TensorType& in, const TensorType& out) {
-  if (in.size() <= 1 || in.size() >= out.size() || in.shape.size() > out.shape.size()) return 0;
-  const std::size_t lead = out.shape.size() - in.shape.size();
-  std::size_t kept = 0;  // the output's leading axes the operand has
-  while (kept < in.shape.size() && in.shape[kept] == out.shape[lead + kept]) ++kept;
-  for (std::size_t d = kept; d < in.shape.size(); ++d) {
-    if (in.shape[d] != 1) return 0;
-  }
-  for (std::size_t d = 0; d < lead; ++d) {
-    if (out.shape[d] != 1) return 0;
-  }
-  const auto run = static_cast<std::uint64_t>(out.size() / in.size());
-  return run % 4 == 0 ? run : 0;
-}
+static_assert(sizeof(FusedPush) == 128, "Vulkan guarantees 128 bytes of push constants, no more");
 
 // Per op, its step code in a fused program (kUnary above), from the generated op codes: every TG_EW
 // op of ops.def fuses, nothing else (broadcast_to's copy aside, fusable_code below).
@@ -109,13 +85,15 @@ struct FusedOpPaths {
 const FusedOpPaths kFusedOpPaths;
 
 // The fused window's kinds: how many values it stores, and which operand forms it reads (of the
-// output's shape, one element broadcast, periodic, spread: each a branch of the shader's loads).
+// output's shape, one element broadcast, periodic, spread, channel: each a branch of the shader's
+// loads; fusion_operands.h).
 const LaunchPath kOneOutput{"vulkan", "fusion", "one_output"};
 const LaunchPath kSeveralOutputs{"vulkan", "fusion", "several_outputs"};
 const LaunchPath kSameShapeOperands{"vulkan", "fusion", "same_shape_operands"};
 const LaunchPath kScalarOperands{"vulkan", "fusion", "scalar_operands"};
 const LaunchPath kPeriodicOperands{"vulkan", "fusion", "periodic_operands"};
 const LaunchPath kSpreadOperands{"vulkan", "fusion", "spread_operands"};
+const LaunchPath kChannelOperands{"vulkan", "fusion", "channel_operands"};
 // Where the window ended (Fuser::pick_end): the whole window, or a chosen end because a shader
 // limit (steps, inputs, param slots) cut the window, or because the whole of it would store too many
 // values (or a bool).
@@ -124,10 +102,9 @@ const LaunchPath kCutAtLimit{"vulkan", "fusion", "cut_at_limit"};
 const LaunchPath kCutAtOutputs{"vulkan", "fusion", "cut_at_outputs"};
 
 // Whether `in` may be a register of a run whose values have type `out`: of the output's shape, a
-// single element (broadcast), periodic or spread.
+// single element (broadcast), periodic, spread or channel (fusion_operands.h).
 bool fusable_operand(const TensorType& in, const TensorType& out) {
-  return in.dtype == DType::f32 &&
-         (in.shape == out.shape || in.size() == 1 || periodic(in, out) || spread_run(in, out) != 0);
+  return operand_read(in, out).form != OperandForm::none;
 }
 
 // A cast may join a run when its 16-bit side is a register of the run, never memory (the fused
@@ -160,11 +137,11 @@ std::optional<std::uint32_t> fusable_cast(const Graph& graph, const Node& node, 
 }
 
 // Whether node n may join a run at all: an f32 op of the families above whose per-op launch is
-// the family kernel (a fused step reproduces that kernel's bits, no other's), every operand of
-// the output's shape, a single element, periodic or spread, the output non-empty.
+// the family kernel (a fused step reproduces that kernel's bits, no other's), every operand one the
+// run can read (fusable_operand), the output non-empty.
 std::optional<std::uint32_t> fusable_code(const Graph& graph, const Node& node, const KernelLaunch& launch) {
   if (node.op == op::Cast) return fusable_cast(graph, node, launch);
-  // broadcast_to of a register the run can read (one element, periodic, spread): a copy step.
+  // broadcast_to of a register the run can read (one element, periodic, spread, channel): a copy step.
   const bool broadcast_copy = node.op == op::BroadcastTo &&
                               fusable_operand(graph.type(node.inputs[0]), graph.type(node.output)) &&
                               !(graph.type(node.inputs[0]).shape == graph.type(node.output).shape);
@@ -230,6 +207,12 @@ class Run {
       if (!registers_.contains(v) && std::find(fresh.begin(), fresh.end(), v) == fresh.end()) fresh.push_back(v);
     }
     if (inputs_.size() + fresh.size() > kMaxInputs) return false;
+    const TensorType& type = graph_.type(node.output);
+    const auto channels = std::count_if(fresh.begin(), fresh.end(), [&](ValueId v) {
+      return operand_read(graph_.type(v), type).form == OperandForm::channel;
+    });
+    if (channel_inputs_ + static_cast<std::size_t>(channels) > kMaxChannelInputs) return false;
+    channel_inputs_ += static_cast<std::size_t>(channels);
     for (ValueId v : fresh) {
       registers_.emplace(v, static_cast<std::uint32_t>(inputs_.size()));
       inputs_.push_back(v);
@@ -262,22 +245,32 @@ class Run {
     FusedPush push = push_;
     push.n = static_cast<std::uint32_t>(type.size());
 
-    std::uint32_t scalars = 0, periodics = 0, spreads = 0, output_registers = 0;
+    std::uint32_t scalars = 0, periodics = 0, spreads = 0, channels = 0, output_registers = 0;
+    std::size_t channel_count = 0;
     bool same_shape = false;
     for (std::size_t k = 0; k < inputs_.size(); ++k) {
-      const TensorType& in = graph_.type(inputs_[k]);
-      if (in.shape == type.shape) {
-        same_shape = true;
-        continue;
-      }
-      if (in.size() == 1) {
-        scalars |= 1u << k;
-      } else if (periodic(in, type)) {
-        periodics |= 1u << k;
-        push.period[k] = static_cast<std::uint32_t>(in.size());
-      } else {
-        spreads |= 1u << k;
-        push.period[k] = static_cast<std::uint32_t>(spread_run(in, type));
+      const OperandRead read = operand_read(graph_.type(inputs_[k]), type);
+      switch (read.form) {
+        case OperandForm::same:
+        case OperandForm::none:  // not reached: fusable_code and fusable_cast admit readable inputs only
+          same_shape = true;
+          break;
+        case OperandForm::scalar:
+          scalars |= 1u << k;
+          break;
+        case OperandForm::periodic:
+          periodics |= 1u << k;
+          push.period[k] = read.size;
+          break;
+        case OperandForm::spread:
+          spreads |= 1u << k;
+          push.period[k] = read.run;
+          break;
+        case OperandForm::channel:
+          channels |= 1u << k;
+          push.period[k] = read.run;
+          push.channel_size[channel_count++] = read.size;  // its rank among the channel inputs
+          break;
       }
     }
     for (std::size_t o = 0; o < written.size(); ++o) output_registers |= registers_.at(written[o]) << (8 * o);
@@ -299,6 +292,7 @@ class Run {
     launch.specialization.resize(5 + kMaxSteps, 0);
     launch.specialization.push_back(periodics);
     launch.specialization.push_back(spreads);
+    launch.specialization.push_back(channels);
     launch.label = "fused(";
     for (std::size_t s = 0; s < nodes_.size(); ++s) {
       launch.label += (s ? "," : "") + std::string(op_name(graph_.node(nodes_[s]).op));
@@ -310,6 +304,7 @@ class Run {
     if (scalars != 0) launch.paths.push_back(&kScalarOperands);
     if (periodics != 0) launch.paths.push_back(&kPeriodicOperands);
     if (spreads != 0) launch.paths.push_back(&kSpreadOperands);
+    if (channels != 0) launch.paths.push_back(&kChannelOperands);
     for (NodeId n : nodes_) {
       const LaunchPath* op = kFusedOpPaths.by_op[static_cast<std::size_t>(graph_.node(n).op)].get();
       if (std::find(launch.paths.begin(), launch.paths.end(), op) == launch.paths.end()) launch.paths.push_back(op);
@@ -324,6 +319,7 @@ class Run {
   std::vector<ValueId> inputs_;
   std::map<ValueId, std::uint32_t> registers_;  // outside inputs and the run's own values
   std::size_t param_slots_ = 0;
+  std::size_t channel_inputs_ = 0;  // inputs of the channel form (at most kMaxChannelInputs)
   FusedPush push_;
 };
 
