@@ -9,7 +9,7 @@
 // is no shared memory and no barrier (on a CPU the first is plain memory and the second switches
 // between every SIMD batch of the workgroup).
 //
-// A workgroup owns ROWS rows of C (uniform across it) and 64 invocations of one, two or four
+// A workgroup owns ROWS rows of C (uniform across it) and WIDTH invocations of one to four
 // columns each. K goes in blocks of 8: lane l of each subgroup loads A[r][k0 + l % 8] of every row r, a
 // useful value per lane, and subgroupBroadcast hands lane j's to all lanes, a register shuffle;
 // each lane loads its columns' im2col values of B once per k. Per block that is
@@ -21,17 +21,23 @@
 // output] for matmul_split_sum.comp. The grid is flat: item = ((split * groups + g) * row blocks +
 // row block) * column blocks + column block, looped over by workgroups.
 
-layout(local_size_x = 64) in;
+// The workgroup's width, 8, 16, 32 or 64 invocations (specialization constant 3): conv_rows.cpp
+// fits the width and LANE_COLUMNS to NC, so a thin product (NC of 9 or 144) does not run 64-wide
+// workgroups of mostly idle lanes, each of which still loads its share of A.
+layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint OP = 0u;
 
 #include "conv2d_common.glsl"
 
 // Rows per workgroup, 8, 16 or 32 (conv_rows.cpp picks the fewest that cover M, up to 32), and
-// columns per invocation, 1, 2 or 4 (each 64 columns after the last): each loaded A value then
+// columns per invocation, 1 to 4 or 8 (each a workgroup width after the last): each loaded A value then
 // feeds LANE_COLUMNS multiply-adds, each loaded B value ROWS.
 layout(constant_id = 1) const uint ROWS = 8u;
 layout(constant_id = 2) const uint LANE_COLUMNS = 1u;
-const uint COLUMNS = 64u * LANE_COLUMNS;
+// The width again as a plain specialization constant (4, set equal to 3 by the host): llvmpipe ran
+// the kernel about 1.5x slower with gl_WorkGroupSize.x in the column arithmetic.
+layout(constant_id = 4) const uint WIDTH = 64u;
+const uint COLUMNS = WIDTH * LANE_COLUMNS;
 const uint KBLOCK = 8u;
 
 void main() {
@@ -58,7 +64,7 @@ void main() {
     int a_rows[ROWS];
     [[unroll]] for (uint i = 0u; i < ROWS; ++i) a_rows[i] = a_base(g, int(min(row0 + i, pc.M - 1u)));
     BCol bc[LANE_COLUMNS];
-    [[unroll]] for (uint c = 0u; c < LANE_COLUMNS; ++c) bc[c] = b_column(g, col0 + 64u * c);
+    [[unroll]] for (uint c = 0u; c < LANE_COLUMNS; ++c) bc[c] = b_column(g, col0 + WIDTH * c);
     float acc[ROWS * LANE_COLUMNS];
     [[unroll]] for (uint i = 0u; i < ROWS * LANE_COLUMNS; ++i) acc[i] = 0.0;
     KWalk walk;
@@ -87,7 +93,7 @@ void main() {
 #undef MULTIPLY_ADD_K
     }
     [[unroll]] for (uint c = 0u; c < LANE_COLUMNS; ++c) {
-      const uint col = col0 + 64u * c;
+      const uint col = col0 + WIDTH * c;
       if (col >= pc.NC) continue;
       [[unroll]] for (uint i = 0u; i < ROWS; ++i) {
         if (row0 + i < pc.M) outv[c_index(split, g, int(row0 + i), int(col))] = acc[i * LANE_COLUMNS + c];

@@ -82,6 +82,8 @@ ProgramPlan plan_program(const Graph& graph, const DeviceInfo& info, const Progr
   route_matmuls(graph, info, options.matmul_precision, p.launches);
   route_attention(graph, info, p.launches);
   route_convolutions(graph, info, p.launches);
+  route_matmuls_to_rows(graph, info, p.launches);
+  route_long_sums(graph, info, p.launches);
   plan_options.scratch_bytes.resize(p.launches.size(), 0);
   for (std::size_t n = 0; n < p.launches.size(); ++n) {
     plan_options.scratch_bytes[n] = p.launches[n].scratch_bytes;

@@ -149,6 +149,8 @@ struct Modes {
 
 Modes check_case(const std::shared_ptr<Context>& ctx, const Case& c, const TensorMap& in) {
   SCOPED_TRACE(c.name);
+  // The portable kernel's tiles and splits (CPU devices would run the fp32 product as row blocks).
+  const ScopedMatmulKernelForTesting tiles(LaunchThresholds::ConvKernel::tiles);
   const Graph g = matmul_graph(c);
   const std::int64_t k = c.a_t ? c.a[c.a.size() - 2] : c.a.back();
   const Oracle o = oracle_of(g, in, k);

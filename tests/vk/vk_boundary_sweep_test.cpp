@@ -9,8 +9,9 @@
 //   - ScopedSmallLaunchThresholdsForTesting: matmul's large tiles, the workgroup combine of split
 //     reductions and sum_to_shape's block partials switch at small sizes (kernels.h);
 //   - ProgramOptions::max_workgroups of 1-3: every shader's grid-stride loop runs.
-// The convolutions run each case twice, on the tiled kernel and on the row-block kernel
-// (ScopedConvKernelForTesting), whichever the device runs by default.
+// The convolutions, matmul and sum_to_shape run each case twice, with the kernels GPUs run and
+// with those CPU devices run (ScopedConvKernelForTesting, ScopedMatmulKernelForTesting,
+// ScopedLongSumsForTesting), whichever the device runs by default.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,6 +31,8 @@
 #include "support/path_coverage.h"
 #include "support/tolerance.h"
 #include "tensorgrad/ir/ops/ids/image.h"
+#include "tensorgrad/ir/ops/ids/layout.h"
+#include "tensorgrad/ir/ops/ids/matmul.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk/kernels/kernels.h"
 #include "vk_test_support.h"
@@ -180,17 +183,26 @@ TEST_P(BoundarySweep, MatchesTheF64OracleForwardAndGradient) {
     const std::string launch = !small && setup_index != 2 ? "default launch choices"
                                : small                    ? "small launch thresholds"
                                                           : "max_workgroups " + std::to_string(options.max_workgroups);
-    // The convolutions run every case on both their kernels (the tiles GPUs run, the row blocks
-    // CPU devices run), whichever the device takes by default.
+    // The convolutions, matmul and sum_to_shape run every case both ways the devices differ on:
+    // as GPUs run them (tiles, a workgroup per long sum) and as CPU devices do (row blocks, long
+    // sums' block partials), whichever the device takes by default.
     using Kernel = LaunchThresholds::ConvKernel;
+    using LongSums = LaunchThresholds::LongSums;
     const bool conv_op = op == op::Conv2d || op == op::Conv2dInputGrad || op == op::Conv2dWeightGrad;
+    const bool both_ways = conv_op || op == op::Matmul || op == op::SumToShape;
     const std::vector<Kernel> kernels =
-        conv_op ? std::vector{Kernel::tiles, Kernel::rows} : std::vector{Kernel::by_device};
+        both_ways ? std::vector{Kernel::tiles, Kernel::rows} : std::vector{Kernel::by_device};
     for (const Kernel kernel : kernels) {
-      std::optional<ScopedConvKernelForTesting> forced;
-      if (conv_op) forced.emplace(kernel);
-      const std::string setup = std::string(kernel == Kernel::tiles  ? "tiled conv kernel, "
-                                            : kernel == Kernel::rows ? "row-block conv kernel, "
+      std::optional<ScopedConvKernelForTesting> forced_conv;
+      std::optional<ScopedMatmulKernelForTesting> forced_matmul;
+      std::optional<ScopedLongSumsForTesting> forced_sums;
+      if (both_ways) {
+        forced_conv.emplace(kernel);
+        forced_matmul.emplace(kernel);
+        forced_sums.emplace(kernel == Kernel::tiles ? LongSums::workgroup_per_output : LongSums::block_partials);
+      }
+      const std::string setup = std::string(kernel == Kernel::tiles  ? "GPU kernels, "
+                                            : kernel == Kernel::rows ? "CPU kernels, "
                                                                      : "") +
                                 launch;
       if (std::string why = compare(ctx, c, options); !why.empty()) {

@@ -44,6 +44,8 @@ TEST_F(VkTest, BoundaryGridStrideAtTheWorkgroupCap) {
 
 TEST_F(VkTest, BoundarySumToShapeModesBitForBit) {
   auto ctx = make_context();
+  // The workgroup per long output GPUs take (CPU devices take block partials: vk_long_sums_test.cpp).
+  const ScopedLongSumsForTesting gpu_sums(LaunchThresholds::LongSums::workgroup_per_output);
   const std::vector<std::tuple<std::string, Shape, Shape>> cases = {{"serial31", {31, 5}, {1, 5}},
                                                                     {"rows32", {32, 5}, {1, 5}},
                                                                     {"rows256", {256, 7}, {1, 7}},
@@ -80,6 +82,8 @@ TEST_F(VkTest, BoundarySumToShapeModesBitForBit) {
 
 TEST_F(VkTest, BoundaryMatmulTilesSplitsAndLongK) {
   auto ctx = make_context();
+  // The tiled kernel's tiles and splits (CPU devices run these products as row blocks).
+  const ScopedMatmulKernelForTesting tiles(LaunchThresholds::ConvKernel::tiles);
   const std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>> cases = {
       {"m63", 63, 16, 65},
       {"m64", 64, 16, 64},

@@ -157,6 +157,8 @@ TEST_F(VkTest, LaunchPathsEveryRecordedDispatchNamesAPath) {
 
 TEST_F(VkTest, LaunchPathsMatmulForms) {
   auto ctx = make_context();
+  // The tiled kernel's tiles and splits (CPU devices run these products as row blocks).
+  const ScopedMatmulKernelForTesting tiles(LaunchThresholds::ConvKernel::tiles);
   {
     // One small tile, K = 1024: split into 16 ranges of 64, then the ordered sum.
     GraphBuilder b("paths_split_k");
@@ -303,6 +305,7 @@ TEST_F(VkTest, LaunchPathsFusedAndOwnKernels) {
 TEST_F(VkTest, LaunchPathsSeldomDrawnForms) {
   auto ctx = make_context();
   const ScopedConvKernelForTesting tiles(LaunchThresholds::ConvKernel::tiles);  // the tiled input grad's split
+  const ScopedMatmulKernelForTesting matmul_tiles(LaunchThresholds::ConvKernel::tiles);
   GraphBuilder b("paths_seldom");
   TracingScope scope(b);
   b.output("empty_k", matmul(b.input("a", {DType::f32, {2, 0}}), b.input("b", {DType::f32, {0, 3}})));

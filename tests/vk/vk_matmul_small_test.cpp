@@ -136,6 +136,8 @@ TEST_F(VkTest, MatmulSmallTilesRaggedExtents) {
 // M and N reach 128 but too few 128x128 tiles would occupy the device: small tiles, long K loops.
 TEST_F(VkTest, MatmulSmallTilesBelowTheLargeTileCount) {
   auto ctx = make_context();
+  // The tiled kernel's tiles and splits (CPU devices run these products as row blocks).
+  const ScopedMatmulKernelForTesting tiles(LaunchThresholds::ConvKernel::tiles);
   check(ctx, {{640, 512}, {512, 128}}, 21);  // 20 small tiles: too many to split K for latency alone
   check(ctx, {{200, 100}, {100, 131}}, 23);
 }

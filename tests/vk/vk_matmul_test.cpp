@@ -17,6 +17,7 @@
 
 #include "support/library.h"
 #include "tensorgrad/vk/executor.h"
+#include "vk/kernels/kernels.h"
 #include "vk_oracle_check.h"
 #include "vk_test_support.h"
 
@@ -114,6 +115,8 @@ TEST_F(VkTest, MatmulLargeTilesVec4AndScalarRows) {
 // dispatches). Small and large tiles, vec4 and scalar sums, ragged tiles.
 TEST_F(VkTest, MatmulSplitsLongReductionsOverFewTiles) {
   auto ctx = make_context();
+  // The tiled kernel's tiles and splits (CPU devices run these products as row blocks).
+  const ScopedMatmulKernelForTesting tiles(LaunchThresholds::ConvKernel::tiles);
   check_matmul(ctx, {{64, 4096}, {4096, 64}}, 41, true, 2);    // one small tile, 64 ranges of 64
   check_matmul(ctx, {{100, 2048}, {2048, 30}}, 43, true, 2);   // ragged tiles, scalar C, vec4 sum
   check_matmul(ctx, {{7, 1024}, {1024, 9}}, 45, true, 2);      // 63 outputs: the scalar sum

@@ -157,6 +157,8 @@ TEST_F(VkTest, MatmulTransposedLargeTilesVec4AndScalarRows) {
 // operand (2 dispatches), in both tilings, vec4 and scalar; and a K without an even split.
 TEST_F(VkTest, MatmulTransposedSplitK) {
   auto ctx = make_context();
+  // The tiled kernel's tiles and splits (CPU devices run these products as row blocks).
+  const ScopedMatmulKernelForTesting tiles(LaunchThresholds::ConvKernel::tiles);
   check_all(ctx, {{64, 4096}, {4096, 64}}, 41, 2);    // one small tile, 64 ranges of 64
   check_all(ctx, {{100, 2048}, {2048, 30}}, 43, 2);   // ragged tiles, scalar C
   check_all(ctx, {{7, 1024}, {1024, 9}}, 45, 2);      // scalar sum, odd M and N

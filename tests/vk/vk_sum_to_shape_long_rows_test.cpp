@@ -81,6 +81,8 @@ std::map<std::string, std::size_t> check_bits(const std::shared_ptr<Context>& ct
 
 TEST_F(VkTest, SumToShapeLongRowsEqualTheF32InterpreterBitForBit) {
   auto ctx = make_context();
+  // The workgroup per long output GPUs take (CPU devices take block partials: vk_long_sums_test.cpp).
+  const ScopedLongSumsForTesting gpu_sums(LaunchThresholds::LongSums::workgroup_per_output);
   // name, input shape, rows per workgroup in mode 5 (0: another mode).
   const std::vector<std::tuple<std::string, Shape, std::int64_t>> cases = {
       {"len256", {1025, 256}, 0},    // mode 3, the longest rows it takes

@@ -115,10 +115,8 @@ std::int64_t choose_k_range(std::uint64_t tiles, std::int64_t k) {
 
 }  // namespace
 
-ConvProduct conv_product(const Graph& graph, const Node& node, ConvRole role) {
-  ConvProduct p{conv_geometry(role, node.attrs, graph.type(node.inputs[0]).shape, graph.type(node.inputs[1]).shape,
-                              graph.type(node.output).shape)};
-  const ConvGeometry& g = p.geometry;
+ConvProduct conv_product_of(const ConvGeometry& g, ConvRole role, std::int64_t out_size) {
+  ConvProduct p{g};
   const std::int64_t khw = g.kh * g.kw;
   p.m = role == ConvRole::input_grad ? g.c_per_group() : g.o_per_group();
   p.nc = role == ConvRole::forward      ? g.n * g.oh * g.ow
@@ -127,7 +125,36 @@ ConvProduct conv_product(const Graph& graph, const Node& node, ConvRole role) {
   p.k = role == ConvRole::forward      ? g.c_per_group() * khw
         : role == ConvRole::input_grad ? g.o_per_group() * khw
                                        : g.n * g.oh * g.ow;
-  p.out_size = graph.type(node.output).size();
+  p.out_size = out_size;
+  const std::int64_t m = p.m, nc = p.nc, k = p.k;
+
+  // A's rows and blocks of K start on vec4s when the block length (K, KH*KW, OH*OW) is a multiple of
+  // 4; C's planes (OH*OW, H*W, the weight's C/groups*KH*KW) likewise.
+  const std::int64_t a_block = role == ConvRole::forward ? k : role == ConvRole::input_grad ? khw : g.oh * g.ow;
+  const std::int64_t c_plane = role == ConvRole::forward ? g.oh * g.ow : role == ConvRole::input_grad ? g.h * g.w : nc;
+  p.vec_a = a_block % 4 == 0;
+  p.vec_c = c_plane % 4 == 0;
+
+  const auto i32 = [](std::int64_t v) { return static_cast<std::int32_t>(v); };
+  const auto u32 = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
+  ConvGemmPush& push = p.push;
+  push.c = i32(g.c), push.h = i32(g.h), push.w = i32(g.w);
+  push.o = i32(g.o), push.kh = i32(g.kh), push.kw = i32(g.kw);
+  push.oh = i32(g.oh), push.ow = i32(g.ow);
+  push.sh = i32(g.stride_h), push.sw = i32(g.stride_w), push.ph = i32(g.pad_h), push.pw = i32(g.pad_w);
+  push.dh = i32(g.dil_h), push.dw = i32(g.dil_w);
+  push.cg = i32(g.c_per_group()), push.og = i32(g.o_per_group());
+  push.m = u32(m), push.nc = u32(nc), push.k = u32(k);
+  push.groups = u32(g.groups);
+  push.split_stride = u32(out_size);
+  return p;
+}
+
+ConvProduct conv_product(const Graph& graph, const Node& node, ConvRole role) {
+  ConvProduct p = conv_product_of(conv_geometry(role, node.attrs, graph.type(node.inputs[0]).shape,
+                                                graph.type(node.inputs[1]).shape, graph.type(node.output).shape),
+                                  role, graph.type(node.output).size());
+  const ConvGeometry& g = p.geometry;
   const std::int64_t m = p.m, nc = p.nc, k = p.k, out_size = p.out_size;
   // 32-bit indexing: every operand, every coordinate the geometry reaches (padded and dilated
   // extents included) and the products' extents stay below 2^31.
@@ -158,25 +185,6 @@ ConvProduct conv_product(const Graph& graph, const Node& node, ConvRole role) {
     if (e > kIntMax) refuse(graph, node, "an extent, stride or padded extent exceeds the shader's int range");
   }
 
-  // A's rows and blocks of K start on vec4s when the block length (K, KH*KW, OH*OW) is a multiple of
-  // 4; C's planes (OH*OW, H*W, the weight's C/groups*KH*KW) likewise.
-  const std::int64_t a_block = role == ConvRole::forward ? k : role == ConvRole::input_grad ? khw : g.oh * g.ow;
-  const std::int64_t c_plane = role == ConvRole::forward ? g.oh * g.ow : role == ConvRole::input_grad ? g.h * g.w : nc;
-  p.vec_a = a_block % 4 == 0;
-  p.vec_c = c_plane % 4 == 0;
-
-  const auto i32 = [](std::int64_t v) { return static_cast<std::int32_t>(v); };
-  const auto u32 = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
-  ConvGemmPush& push = p.push;
-  push.c = i32(g.c), push.h = i32(g.h), push.w = i32(g.w);
-  push.o = i32(g.o), push.kh = i32(g.kh), push.kw = i32(g.kw);
-  push.oh = i32(g.oh), push.ow = i32(g.ow);
-  push.sh = i32(g.stride_h), push.sw = i32(g.stride_w), push.ph = i32(g.pad_h), push.pw = i32(g.pad_w);
-  push.dh = i32(g.dil_h), push.dw = i32(g.dil_w);
-  push.cg = i32(g.c_per_group()), push.og = i32(g.o_per_group());
-  push.m = u32(m), push.nc = u32(nc), push.k = u32(k);
-  push.groups = u32(g.groups);
-  push.split_stride = u32(out_size);
   return p;
 }
 

@@ -36,6 +36,9 @@ struct ConvProduct {
   ConvGemmPush push;
 };
 ConvProduct conv_product(const Graph& graph, const Node& node, ConvRole role);
+// The product of a geometry without conv_product's limit checks (the caller's to make): the
+// matmuls routed to the row blocks are 1x1 convolutions.
+ConvProduct conv_product_of(const ConvGeometry& geometry, ConvRole role, std::int64_t out_size);
 // Refuses (LimitError) more split-K partials or workgroup items than 32-bit indices reach.
 void refuse_conv_splits(const Graph& graph, const Node& node, std::uint64_t out_size, std::uint64_t tiles,
                         std::uint64_t splits);
@@ -48,5 +51,9 @@ KernelLaunch plan_conv_rows(const Graph& graph, const Node& node, ConvRole role)
 // Replaces the tiled launches of the convolutions by plan_conv_rows' on CPU devices (or as
 // launch_thresholds().conv_kernel forces, for tests).
 void route_convolutions(const Graph& graph, const DeviceInfo& device, std::vector<KernelLaunch>& launches);
+// Replaces the portable fp32 launches of the matmuls that are 1x1 convolutions (A B, A Bt, At B,
+// equal batches as groups) by row-block launches on CPU devices (or as
+// launch_thresholds().matmul_kernel forces, for tests); after route_matmuls.
+void route_matmuls_to_rows(const Graph& graph, const DeviceInfo& device, std::vector<KernelLaunch>& launches);
 
 }  // namespace tg::vk

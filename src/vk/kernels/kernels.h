@@ -153,6 +153,13 @@ struct LaunchThresholds {
   // Which kernel the convolutions run (conv_gemm.h's route_convolutions): the device's (row blocks
   // on CPU devices, tiles elsewhere), or one forced everywhere so that one device tests both.
   enum class ConvKernel { by_device, tiles, rows } conv_kernel = ConvKernel::by_device;
+  // Which kernel the fp32 matmuls that map onto the row blocks run (conv_gemm.h's
+  // route_matmuls_to_rows), chosen and forced as conv_kernel.
+  ConvKernel matmul_kernel = ConvKernel::by_device;
+  // How sum_to_shape adds preimages longer than a block (layout.cpp's route_long_sums): the
+  // device's way (block partials into scratch on CPU devices, a workgroup per output elsewhere), or
+  // one forced everywhere so that one device tests both.
+  enum class LongSums { by_device, workgroup_per_output, block_partials } long_sums = LongSums::by_device;
 };
 // The thresholds in force (the defaults unless a test scope below lives).
 const LaunchThresholds& launch_thresholds();
@@ -180,6 +187,35 @@ class ScopedConvKernelForTesting {
  private:
   LaunchThresholds::ConvKernel previous_;
 };
+
+// Tests only: forces the matmuls' kernel (tiles or row blocks) while it lives. Not thread-safe.
+class ScopedMatmulKernelForTesting {
+ public:
+  explicit ScopedMatmulKernelForTesting(LaunchThresholds::ConvKernel kernel);
+  ~ScopedMatmulKernelForTesting();
+  ScopedMatmulKernelForTesting(const ScopedMatmulKernelForTesting&) = delete;
+  ScopedMatmulKernelForTesting& operator=(const ScopedMatmulKernelForTesting&) = delete;
+
+ private:
+  LaunchThresholds::ConvKernel previous_;
+};
+
+// Tests only: forces how sum_to_shape adds long preimages while it lives. Not thread-safe.
+class ScopedLongSumsForTesting {
+ public:
+  explicit ScopedLongSumsForTesting(LaunchThresholds::LongSums sums);
+  ~ScopedLongSumsForTesting();
+  ScopedLongSumsForTesting(const ScopedLongSumsForTesting&) = delete;
+  ScopedLongSumsForTesting& operator=(const ScopedLongSumsForTesting&) = delete;
+
+ private:
+  LaunchThresholds::LongSums previous_;
+};
+
+// sum_to_shape's launches on CPU devices (or as launch_thresholds().long_sums forces): a preimage
+// of more than one block of terms as block partials into scratch and their ordered sum, the bits
+// of the workgroup per output other devices run (layout.cpp).
+void route_long_sums(const Graph& graph, const DeviceInfo& device, std::vector<KernelLaunch>& launches);
 
 // The second dispatch of a split reduction (shaders/matmul_split_sum.comp): `output`[i] = the sum of
 // the node's scratch [parts, n] over the parts in ascending order (split-K matmul partials,

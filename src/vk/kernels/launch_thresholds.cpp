@@ -26,4 +26,18 @@ ScopedConvKernelForTesting::ScopedConvKernelForTesting(LaunchThresholds::ConvKer
 
 ScopedConvKernelForTesting::~ScopedConvKernelForTesting() { g_thresholds.conv_kernel = previous_; }
 
+ScopedMatmulKernelForTesting::ScopedMatmulKernelForTesting(LaunchThresholds::ConvKernel kernel)
+    : previous_(g_thresholds.matmul_kernel) {
+  g_thresholds.matmul_kernel = kernel;
+}
+
+ScopedMatmulKernelForTesting::~ScopedMatmulKernelForTesting() { g_thresholds.matmul_kernel = previous_; }
+
+ScopedLongSumsForTesting::ScopedLongSumsForTesting(LaunchThresholds::LongSums sums)
+    : previous_(g_thresholds.long_sums) {
+  g_thresholds.long_sums = sums;
+}
+
+ScopedLongSumsForTesting::~ScopedLongSumsForTesting() { g_thresholds.long_sums = previous_; }
+
 }  // namespace tg::vk
