@@ -2,18 +2,21 @@
 // (make_thread_group): W ranks with one micro-batch each give the bits of one process accumulating
 // W micro-batches over the same rows, the params stay the same bits on every rank, and every
 // failure (bad data or a NaN loss on one rank, an overflow under loss scaling, a rank whose update
-// differs) is seen alike by every rank with nothing applied. tests/mpi/ runs the same protocol
+// differs) is seen alike by every rank with nothing applied; an update that fails on one rank alone
+// is reported alike as diverged, and rank 0's params start the next step. tests/mpi/ runs the same protocol
 // over MPI processes; tests/vk/vk_data_parallel_test.cpp on Vulkan.
 #include "support/data_parallel.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <thread>
@@ -272,6 +275,57 @@ TEST(DataParallel, RanksWhoseUpdatesDifferAreReportedAsDiverged) {
     EXPECT_NE(r.failure().message.find("rank 1 "), std::string::npos) << r.failure().message;
     // The next step starts from rank 0's params, so they agree again after it.
     ASSERT_TRUE(train.step(batch(2, rank * 8, 8)).ok());
+  });
+}
+
+// Hands `inner`'s sums back as +inf on the one call after arm(): a rank whose reduced gradients
+// arrived corrupted, the way a failing device or link would leave them on that rank alone.
+class CorruptingCommunicator final : public Communicator {
+ public:
+  explicit CorruptingCommunicator(std::shared_ptr<Communicator> inner) : inner_(std::move(inner)) {}
+  void arm() { armed_ = true; }
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  void sum_in_rank_order(std::span<float> values) override {
+    inner_->sum_in_rank_order(values);
+    if (armed_) std::fill(values.begin(), values.end(), INFINITY);
+    armed_ = false;
+  }
+  std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> bytes) override {
+    return inner_->all_gather(bytes);
+  }
+  void broadcast(std::vector<std::byte>& bytes, int root) override { inner_->broadcast(bytes, root); }
+  std::string describe() const override { return inner_->describe(); }
+
+ private:
+  std::shared_ptr<Communicator> inner_;
+  bool armed_ = false;
+};
+
+// The update fails on rank 1 alone (its sums are infinite, so Adam's params are not finite), while
+// rank 0 applies it: every rank reports the step as diverged naming rank 1, rank 1 keeps its params,
+// and the next step starts every rank from rank 0's params and optimizer state, so they agree again.
+TEST(DataParallel, AnUpdateThatFailsOnOneRankAloneIsReportedAsDivergedAndRankZeroWins) {
+  run_ranks(2, [](int rank, std::shared_ptr<Communicator> comm) {
+    const auto corrupting = std::make_shared<CorruptingCommunicator>(comm);
+    const Classifier model;
+    Training train = compile_classifier(model, 8, corrupting);
+    ASSERT_TRUE(train.step(batch(0, rank * 8, 8)).ok());
+    const ParamValues before = train.download_params();
+    if (rank == 1) corrupting->arm();
+    const StepResult r = train.step(batch(1, rank * 8, 8));
+    ASSERT_FALSE(r.ok()) << "rank " << rank;
+    EXPECT_EQ(r.failure().kind, "diverged") << r.failure().message;
+    EXPECT_NE(r.failure().message.find("rank 1 "), std::string::npos) << r.failure().message;
+    EXPECT_NE(r.failure().message.find("failed its update"), std::string::npos) << r.failure().message;
+    EXPECT_NE(r.failure().message.find("the other ranks applied it"), std::string::npos) << r.failure().message;
+    EXPECT_EQ(same_bits(train.download_params(), before), rank == 1) << "rank " << rank;
+    ASSERT_TRUE(train.step(batch(2, rank * 8, 8)).ok()) << "rank " << rank;
+    std::vector<float> flat;
+    for (const auto& [name, values] : train.download_params()) flat.insert(flat.end(), values.begin(), values.end());
+    for (const float v : flat) ASSERT_TRUE(std::isfinite(v)) << "rank " << rank;
+    const auto all = comm->all_gather(std::as_bytes(std::span(flat)));
+    EXPECT_EQ(all[0], all[1]);
   });
 }
 
