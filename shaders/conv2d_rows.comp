@@ -9,7 +9,7 @@
 // is no shared memory and no barrier (on a CPU the first is plain memory and the second switches
 // between every SIMD batch of the workgroup).
 //
-// A workgroup owns ROWS rows of C (uniform across it) and WIDTH invocations of one to four
+// A workgroup owns ROWS rows of C (uniform across it) and WIDTH invocations of one to four (or eight)
 // columns each. K goes in blocks of 8: lane l of each subgroup loads A[r][k0 + l % 8] of every row r, a
 // useful value per lane, and subgroupBroadcast hands lane j's to all lanes, a register shuffle;
 // each lane loads its columns' im2col values of B once per k. Per block that is
@@ -34,9 +34,7 @@ layout(constant_id = 0) const uint OP = 0u;
 // feeds LANE_COLUMNS multiply-adds, each loaded B value ROWS.
 layout(constant_id = 1) const uint ROWS = 8u;
 layout(constant_id = 2) const uint LANE_COLUMNS = 1u;
-// The width again as a plain specialization constant (4, set equal to 3 by the host): llvmpipe ran
-// the kernel about 1.5x slower with gl_WorkGroupSize.x in the column arithmetic.
-layout(constant_id = 4) const uint WIDTH = 64u;
+const uint WIDTH = gl_WorkGroupSize.x;
 const uint COLUMNS = WIDTH * LANE_COLUMNS;
 const uint KBLOCK = 8u;
 

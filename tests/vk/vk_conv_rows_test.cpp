@@ -107,10 +107,9 @@ TEST(VkConvRowsPlans, WidthAndColumnsFitNC) {
     b.output("y", conv2d(b.input("x", {DType::f32, {1, 5, 1, p.nc}}), b.input("w", {DType::f32, {8, 5, 1, 1}})));
     const Graph g = b.take();
     const KernelLaunch launch = plan_conv_rows(g, g.nodes().back(), ConvRole::forward);
-    ASSERT_EQ(launch.specialization.size(), 5u);
+    ASSERT_EQ(launch.specialization.size(), 4u);
     EXPECT_EQ(launch.specialization[2], p.lane_columns) << "NC " << p.nc;
     EXPECT_EQ(launch.specialization[3], p.width) << "NC " << p.nc;
-    EXPECT_EQ(launch.specialization[4], p.width) << "NC " << p.nc;  // the shader's WIDTH
     EXPECT_EQ(launch.group_size, p.width) << "NC " << p.nc;
     const std::uint64_t columns = std::uint64_t{p.width} * p.lane_columns;
     EXPECT_EQ(launch.items, (static_cast<std::uint64_t>(p.nc) + columns - 1) / columns * p.width) << "NC " << p.nc;

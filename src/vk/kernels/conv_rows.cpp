@@ -25,13 +25,14 @@ namespace {
 // of a thin product; the fewest of 8, 16 and 32 that cover M.
 constexpr std::int64_t kRows = 8;
 constexpr std::int64_t kMaxRows = 32;
-// The workgroup's width (the shader's local size) and columns per invocation: rows_columns picks
+// The workgroup's width (the shader's local size) and columns per invocation: rows_shape picks
 // them to fit NC.
 constexpr std::int64_t kMinWidth = 8;  // one subgroup of llvmpipe's 8 lanes (the K block's broadcast)
 constexpr std::int64_t kMaxWidth = 64;
 // Columns per invocation: 1 to 4, or 8 where ROWS x 8 accumulators fit kMaxAccumulators (blocks
 // of 8 or 16 rows); more accumulators spill to the stack, which measured slower.
-constexpr std::int64_t kMaxLaneColumns = 8;
+constexpr std::int64_t kLaneColumnChoices[] = {8, 4, 3, 2, 1};
+constexpr std::int64_t kMaxLaneColumns = kLaneColumnChoices[0];
 constexpr std::int64_t kMaxAccumulators = 128;
 // A SIMD batch of 8 lanes loads a value in about 8 x 15 cycles on llvmpipe (lane by lane), and
 // runs a multiply-add for all 8 in about one.
@@ -80,14 +81,14 @@ std::int64_t rows_k_range(std::uint64_t blocks, std::int64_t k) {
   return static_cast<std::int64_t>(ceil_div(static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(splits)));
 }
 
-// The kernel broadcasts within subgroups of at least 8 invocations (its K blocks).
-bool rows_kernel_runs_on(const DeviceInfo& device) {
-  return device.compute_subgroup_broadcast && device.subgroup_size >= 8;
+// Whether launches take the row blocks: CPU devices do unless a test forces the tiles, other
+// devices only when a test forces them; either way the kernel broadcasts within subgroups of at
+// least 8 invocations (its K blocks).
+bool rows_chosen(LaunchThresholds::ConvKernel forced, const DeviceInfo& device) {
+  using Kernel = LaunchThresholds::ConvKernel;
+  const bool wanted = forced == Kernel::rows || (forced == Kernel::by_device && device.type == DeviceType::cpu);
+  return wanted && device.compute_subgroup_broadcast && device.subgroup_size >= 8;
 }
-
-}  // namespace
-
-namespace {
 
 // How a product splits into workgroups: rows per block, the width and columns per invocation,
 // blocks, K ranges.
@@ -110,8 +111,8 @@ RowsShape rows_shape(const ConvProduct& product) {
   // more multiply-adds; blocks that overhang NC less waste less. Ties keep the wider groups.
   std::int64_t best_cost = 0;
   for (std::int64_t width = kMaxWidth; width >= kMinWidth; width /= 2) {
-    for (std::int64_t lanes = kMaxLaneColumns; lanes >= 1; --lanes) {
-      if ((lanes > 4 && lanes != kMaxLaneColumns) || s.rows * lanes > kMaxAccumulators) continue;
+    for (const std::int64_t lanes : kLaneColumnChoices) {
+      if (s.rows * lanes > kMaxAccumulators) continue;
       const auto blocks = static_cast<std::int64_t>(ceil_div(std::max<std::int64_t>(nc, 1), width * lanes));
       const std::int64_t cost =
           blocks * (width / kMinWidth) * (kBatchLoadCycles * (s.rows / kMinWidth + lanes) + s.rows * lanes);
@@ -144,8 +145,7 @@ KernelLaunch rows_launch(ConvProduct product, const RowsShape& shape, ConvRole r
   KernelLaunch launch;
   launch.shader = "conv2d_rows";
   launch.specialization = {static_cast<std::uint32_t>(role), static_cast<std::uint32_t>(shape.rows),
-                           static_cast<std::uint32_t>(shape.lane_columns), static_cast<std::uint32_t>(shape.width),
-                           static_cast<std::uint32_t>(shape.width)};
+                           static_cast<std::uint32_t>(shape.lane_columns), static_cast<std::uint32_t>(shape.width)};
   launch.bindings = std::move(bindings);
   append_pod(launch.push, push);
   launch.group_size = static_cast<std::uint32_t>(shape.width);
@@ -188,10 +188,7 @@ KernelLaunch plan_conv_rows(const Graph& graph, const Node& node, ConvRole role)
 }
 
 void route_convolutions(const Graph& graph, const DeviceInfo& device, std::vector<KernelLaunch>& launches) {
-  using Kernel = LaunchThresholds::ConvKernel;
-  const Kernel forced = launch_thresholds().conv_kernel;
-  const bool rows = forced == Kernel::rows || (forced == Kernel::by_device && device.type == DeviceType::cpu);
-  if (!rows || !rows_kernel_runs_on(device)) return;
+  if (!rows_chosen(launch_thresholds().conv_kernel, device)) return;
   for (std::size_t n = 0; n < launches.size() && n < graph.nodes().size(); ++n) {
     const Node& node = graph.nodes()[n];
     if (launches[n].shader != "conv2d_gemm") continue;
@@ -243,10 +240,7 @@ ConvGeometry matmul_geometry(const MatmulLayout& layout, ConvRole role, std::int
 }  // namespace
 
 void route_matmuls_to_rows(const Graph& graph, const DeviceInfo& device, std::vector<KernelLaunch>& launches) {
-  using Kernel = LaunchThresholds::ConvKernel;
-  const Kernel forced = launch_thresholds().matmul_kernel;
-  const bool rows = forced == Kernel::rows || (forced == Kernel::by_device && device.type == DeviceType::cpu);
-  if (!rows || !rows_kernel_runs_on(device)) return;
+  if (!rows_chosen(launch_thresholds().matmul_kernel, device)) return;
   for (std::size_t n = 0; n < launches.size() && n < graph.nodes().size(); ++n) {
     const Node& node = graph.nodes()[n];
     KernelLaunch& launch = launches[n];

@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tensorgrad/ir/graph.h"
@@ -176,41 +178,27 @@ class ScopedSmallLaunchThresholdsForTesting {
   LaunchThresholds previous_;
 };
 
-// Tests only: forces the convolutions' kernel while it lives. Not thread-safe; one at a time.
-class ScopedConvKernelForTesting {
+// Tests only: sets one launch choice of LaunchThresholds (`Member`) while it lives, then restores
+// the previous one. Not thread-safe; one of each at a time.
+LaunchThresholds& launch_thresholds_for_testing();
+template <auto Member>
+class ScopedLaunchChoiceForTesting {
  public:
-  explicit ScopedConvKernelForTesting(LaunchThresholds::ConvKernel kernel);
-  ~ScopedConvKernelForTesting();
-  ScopedConvKernelForTesting(const ScopedConvKernelForTesting&) = delete;
-  ScopedConvKernelForTesting& operator=(const ScopedConvKernelForTesting&) = delete;
+  using Value = std::remove_cvref_t<decltype(std::declval<LaunchThresholds&>().*Member)>;
+  explicit ScopedLaunchChoiceForTesting(Value value)
+      : previous_(std::exchange(launch_thresholds_for_testing().*Member, value)) {}
+  ~ScopedLaunchChoiceForTesting() { launch_thresholds_for_testing().*Member = previous_; }
+  ScopedLaunchChoiceForTesting(const ScopedLaunchChoiceForTesting&) = delete;
+  ScopedLaunchChoiceForTesting& operator=(const ScopedLaunchChoiceForTesting&) = delete;
 
  private:
-  LaunchThresholds::ConvKernel previous_;
+  Value previous_;
 };
-
-// Tests only: forces the matmuls' kernel (tiles or row blocks) while it lives. Not thread-safe.
-class ScopedMatmulKernelForTesting {
- public:
-  explicit ScopedMatmulKernelForTesting(LaunchThresholds::ConvKernel kernel);
-  ~ScopedMatmulKernelForTesting();
-  ScopedMatmulKernelForTesting(const ScopedMatmulKernelForTesting&) = delete;
-  ScopedMatmulKernelForTesting& operator=(const ScopedMatmulKernelForTesting&) = delete;
-
- private:
-  LaunchThresholds::ConvKernel previous_;
-};
-
-// Tests only: forces how sum_to_shape adds long preimages while it lives. Not thread-safe.
-class ScopedLongSumsForTesting {
- public:
-  explicit ScopedLongSumsForTesting(LaunchThresholds::LongSums sums);
-  ~ScopedLongSumsForTesting();
-  ScopedLongSumsForTesting(const ScopedLongSumsForTesting&) = delete;
-  ScopedLongSumsForTesting& operator=(const ScopedLongSumsForTesting&) = delete;
-
- private:
-  LaunchThresholds::LongSums previous_;
-};
+// The convolutions' kernel, the matmuls' kernel (tiles or row blocks), and how sum_to_shape adds
+// long preimages.
+using ScopedConvKernelForTesting = ScopedLaunchChoiceForTesting<&LaunchThresholds::conv_kernel>;
+using ScopedMatmulKernelForTesting = ScopedLaunchChoiceForTesting<&LaunchThresholds::matmul_kernel>;
+using ScopedLongSumsForTesting = ScopedLaunchChoiceForTesting<&LaunchThresholds::long_sums>;
 
 // sum_to_shape's launches on CPU devices (or as launch_thresholds().long_sums forces): a preimage
 // of more than one block of terms as block partials into scratch and their ordered sum, the bits

@@ -19,25 +19,6 @@ ScopedSmallLaunchThresholdsForTesting::ScopedSmallLaunchThresholdsForTesting() :
 
 ScopedSmallLaunchThresholdsForTesting::~ScopedSmallLaunchThresholdsForTesting() { g_thresholds = previous_; }
 
-ScopedConvKernelForTesting::ScopedConvKernelForTesting(LaunchThresholds::ConvKernel kernel)
-    : previous_(g_thresholds.conv_kernel) {
-  g_thresholds.conv_kernel = kernel;
-}
-
-ScopedConvKernelForTesting::~ScopedConvKernelForTesting() { g_thresholds.conv_kernel = previous_; }
-
-ScopedMatmulKernelForTesting::ScopedMatmulKernelForTesting(LaunchThresholds::ConvKernel kernel)
-    : previous_(g_thresholds.matmul_kernel) {
-  g_thresholds.matmul_kernel = kernel;
-}
-
-ScopedMatmulKernelForTesting::~ScopedMatmulKernelForTesting() { g_thresholds.matmul_kernel = previous_; }
-
-ScopedLongSumsForTesting::ScopedLongSumsForTesting(LaunchThresholds::LongSums sums)
-    : previous_(g_thresholds.long_sums) {
-  g_thresholds.long_sums = sums;
-}
-
-ScopedLongSumsForTesting::~ScopedLongSumsForTesting() { g_thresholds.long_sums = previous_; }
+LaunchThresholds& launch_thresholds_for_testing() { return g_thresholds; }
 
 }  // namespace tg::vk
