@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 # (batch, in channels, out channels, image side): W7_small's two convolutions and two of W7's.
-SHAPES = [(64, 1, 16, 8), (64, 16, 32, 8), (128, 16, 16, 32), (128, 64, 64, 32)]
+SHAPES = [(64, 1, 16, 8), (64, 16, 32, 8), (128, 16, 16, 32), (128, 32, 32, 32), (128, 64, 64, 16), (128, 64, 64, 32)]
 
 
 def timed(fn, device, reps):

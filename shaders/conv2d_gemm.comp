@@ -15,11 +15,16 @@
 // Taps outside the image read as zeros. OP is a specialization constant: each op's pipeline keeps
 // only its own address arithmetic.
 //
-// The tiling is matmul_small.comp's (64x64 tiles, 4x4 outputs per invocation, K slices of 16,
-// double-buffered shared memory with the next slice prefetched into registers, one barrier per
-// slice): A's item e is row e / 4, k quad e % 4; B's is k row e / 16, column quad e % 16. Each
+// The tiling is matmul_small.comp's, in three shapes chosen by the host from M (conv_gemm.cpp):
+// 256 invocations, each 4 rows x 4 columns of every column block, QUADS column quads across
+// (specialization constant 1) and BLOCKS column blocks (constant 2), so a tile is
+// TILE_M = 4 * 256 / QUADS rows by TILE_N = 4 * QUADS * BLOCKS columns: 64x64 (16, 1), 32x128
+// (32, 1: a product of at most 32 rows fills its tile) and 64x128 (16, 2: each A value read from
+// shared memory feeds 32 multiply-adds instead of 16). K slices of 16, double-buffered shared
+// memory with the next slice prefetched into registers, one barrier per slice: A's item e is row
+// e / 4, k quad e % 4; B's is k row e / (QUADS * BLOCKS), column quad e % (QUADS * BLOCKS). Each
 // invocation decodes its B columns and its A row once per tile, so a slice costs a k decode and
-// four bounds-checked loads per operand. Every output is accumulated by one invocation in ascending
+// four bounds-checked loads per B quad. Every output is accumulated by one invocation in ascending
 // k from 0.0 within its K range; under split-K (batches over K ranges of k_range, the last one
 // shorter) the ranges' partials land in the node's scratch as [splits, output] and
 // matmul_split_sum.comp adds them in range order: deterministic, no atomics. Indices are 32-bit:
@@ -30,11 +35,18 @@ layout(constant_id = 0) const uint OP = 0u;
 
 #include "conv2d_common.glsl"
 
-const uint TILE = 64u;
+layout(constant_id = 1) const uint QUADS = 16u;  // column quads across the invocations: 16 or 32
+layout(constant_id = 2) const uint BLOCKS = 1u;  // column blocks per invocation: 1 or 2
+
+const uint ROW_QUADS = 256u / QUADS;              // invocations down the tile, 4 rows each
+const uint TILE_M = 4u * ROW_QUADS;
+const uint TILE_QUADS = QUADS * BLOCKS;           // column quads of the tile
 const uint BK = 16u;
-const uint VEC = TILE / 4u;
-shared vec4 sh_A[2][BK][VEC + 1u];  // [buffer][k][row / 4], A transposed; padded as matmul's
-shared vec4 sh_B[2][BK][VEC];       // [buffer][k][column / 4]
+const uint A_ITEMS = TILE_M * BK / 4u;            // A quads per slice: 256 or 128
+const uint B_LOADS = BK * TILE_QUADS / 256u;      // B quads each invocation loads per slice: 1, 2
+const uint B_ROWS_APART = 256u / TILE_QUADS;      // k rows between one invocation's B quads
+shared vec4 sh_A[2][BK][ROW_QUADS + 1u];  // [buffer][k][row / 4], A transposed; padded as matmul's
+shared vec4 sh_B[2][BK][TILE_QUADS];      // [buffer][k][column / 4]
 
 // Four consecutive k from k (a multiple of 4) of row r, zero past kend or past M.
 vec4 load_a(int base, bool row_in, uint k, uint kend) {
@@ -63,11 +75,14 @@ vec4 load_b(BCol cols[4], uint k, uint kend) {
   return vec4(b_at(cols[0], kr), b_at(cols[1], kr), b_at(cols[2], kr), b_at(cols[3], kr));
 }
 
-void store_slice(uint buf, uint e, vec4 av, vec4 bv) {
-  const uint rc = e >> 2;  // A: row e / 4 of the tile, k quad e % 4, stored transposed
-  const uint kq = (e & 3u) * 4u;
-  [[unroll]] for (uint q = 0u; q < 4u; ++q) sh_A[buf][kq + q][rc >> 2][rc & 3u] = av[q];
-  sh_B[buf][e / VEC][e % VEC] = bv;
+// Stores this invocation's A quad (when it has one: lid < A_ITEMS) and B quads into buffer buf.
+void store_slice(uint buf, uint lid, vec4 av, vec4 bv[B_LOADS]) {
+  if (lid < A_ITEMS) {
+    const uint rc = lid >> 2;  // A: row lid / 4 of the tile, k quad lid % 4, stored transposed
+    const uint kq = (lid & 3u) * 4u;
+    [[unroll]] for (uint q = 0u; q < 4u; ++q) sh_A[buf][kq + q][rc >> 2][rc & 3u] = av[q];
+  }
+  [[unroll]] for (uint l = 0u; l < B_LOADS; ++l) sh_B[buf][lid / TILE_QUADS + l * B_ROWS_APART][lid % TILE_QUADS] = bv[l];
 }
 
 // ---- C: the quad of row r from column col (c_index's layout) ----
@@ -120,8 +135,8 @@ void main() {
     return;
   }
   const uint lid = gl_LocalInvocationID.x;
-  const uint tx = lid & 15u;
-  const uint ty = lid >> 4;
+  const uint tx = lid % QUADS;
+  const uint ty = lid / QUADS;
   const uint per_batch = pc.tiles_m * pc.tiles_n;
   const uint batches_per_split = per_batch * pc.groups;
   const uint splits = pc.K == 0u ? 1u : (pc.K + pc.k_range - 1u) / pc.k_range;
@@ -133,41 +148,59 @@ void main() {
     const uint gu = in_split / per_batch;
     const uint rest = in_split - gu * per_batch;
     const int g = int(gu);
-    const uint row0 = (rest / pc.tiles_n) * TILE;
-    const uint col0 = (rest % pc.tiles_n) * TILE;
+    const uint row0 = (rest / pc.tiles_n) * TILE_M;
+    const uint col0 = (rest % pc.tiles_n) * (4u * TILE_QUADS);
     const uint kbeg = split * pc.k_range;
     const uint kend = min(pc.K, kbeg + pc.k_range);
     const uint slices = (kend - kbeg + BK - 1u) / BK;
 
-    // This invocation's A row (item lid: row lid / 4) and B columns (column quad lid % 16).
+    // This invocation's A row (item lid: row lid / 4, when lid < A_ITEMS) and B columns (column
+    // quad lid % TILE_QUADS, the same for each of its B loads).
     const uint a_row = row0 + (lid >> 2);
-    const bool a_in = a_row < pc.M;
+    const bool a_in = lid < A_ITEMS && a_row < pc.M;
     const int a_at = a_base(g, int(min(a_row, pc.M - 1u)));
     const uint a_k = (lid & 3u) * 4u;
-    const uint b_k = lid / VEC;
+    const uint b_k = lid / TILE_QUADS;
     BCol cols[4];
-    [[unroll]] for (uint q = 0u; q < 4u; ++q) cols[q] = b_column(g, col0 + (lid % VEC) * 4u + q);
+    [[unroll]] for (uint q = 0u; q < 4u; ++q) cols[q] = b_column(g, col0 + (lid % TILE_QUADS) * 4u + q);
 
-    vec4 acc[4];
-    [[unroll]] for (uint i = 0u; i < 4u; ++i) acc[i] = vec4(0.0);
+    vec4 acc[BLOCKS][4];
+    [[unroll]] for (uint b = 0u; b < BLOCKS; ++b) {
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) acc[b][i] = vec4(0.0);
+    }
 
-    if (slices > 0u) store_slice(0u, lid, load_a(a_at, a_in, kbeg + a_k, kend), load_b(cols, kbeg + b_k, kend));
+    vec4 next_a = vec4(0.0);
+    vec4 next_b[B_LOADS];
+    [[unroll]] for (uint l = 0u; l < B_LOADS; ++l) next_b[l] = vec4(0.0);
+    if (slices > 0u) {
+      next_a = load_a(a_at, a_in, kbeg + a_k, kend);
+      [[unroll]] for (uint l = 0u; l < B_LOADS; ++l) next_b[l] = load_b(cols, kbeg + b_k + l * B_ROWS_APART, kend);
+      store_slice(0u, lid, next_a, next_b);
+    }
     barrier();
     for (uint s = 0u; s < slices; ++s) {
       const uint buf = s & 1u;
       const bool more = s + 1u < slices;
       const uint k1 = kbeg + (s + 1u) * BK;
-      const vec4 next_a = more ? load_a(a_at, a_in, k1 + a_k, kend) : vec4(0.0);
-      const vec4 next_b = more ? load_b(cols, k1 + b_k, kend) : vec4(0.0);
+      if (more) {
+        next_a = load_a(a_at, a_in, k1 + a_k, kend);
+        [[unroll]] for (uint l = 0u; l < B_LOADS; ++l) next_b[l] = load_b(cols, k1 + b_k + l * B_ROWS_APART, kend);
+      }
       [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {
         const vec4 av = sh_A[buf][kk][ty];
-        const vec4 bv = sh_B[buf][kk][tx];
-        [[unroll]] for (uint i = 0u; i < 4u; ++i) acc[i] += av[i] * bv;
+        [[unroll]] for (uint b = 0u; b < BLOCKS; ++b) {
+          const vec4 bv = sh_B[buf][kk][tx + b * QUADS];
+          [[unroll]] for (uint i = 0u; i < 4u; ++i) acc[b][i] += av[i] * bv;
+        }
       }
       if (more) store_slice(buf ^ 1u, lid, next_a, next_b);
       barrier();
     }
 
-    [[unroll]] for (uint i = 0u; i < 4u; ++i) store_c(split, g, row0 + 4u * ty + i, col0 + 4u * tx, acc[i]);
+    [[unroll]] for (uint b = 0u; b < BLOCKS; ++b) {
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+        store_c(split, g, row0 + 4u * ty + i, col0 + 4u * (tx + b * QUADS), acc[b][i]);
+      }
+    }
   }
 }

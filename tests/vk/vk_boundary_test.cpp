@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "support/library.h"
+#include "support/path_coverage.h"
 #include "vk/kernels/kernels.h"
 #include "vk_boundary_check.h"
 #include "vk_oracle_check.h"
@@ -140,16 +141,33 @@ TEST_F(VkTest, BoundaryConvolutionAndScatterAddSums) {
     return b.input(name, {DType::f32, std::move(shape)});
   };
   // The convolutions' implicit GEMM (conv_gemm.cpp): M (output channels) and NC (pixels) at the
-  // 64-wide tile edge, the forward's K = C at the 16-deep slice edge (16: vec4 A rows; 17:
+  // edges of the three tile shapes (M 64/65 of 64x64 tiles, NC 128/129 of 32x128 ones, NC 64/65
+  // from 64x64 to 64x128), the forward's K = C at the 16-deep slice edge (16: vec4 A rows; 17:
   // scalar), one tile's weight-gradient K = N*OH*OW at the few-tiles split (255 unsplit, 256 in
   // four ranges), and a 17-tile forward at the work split (K 1023 unsplit, 1024 ragged ranges);
   // all of them filling at least an eighth of their tiles, and one thin product either side of
-  // that share (M 8 of a 64x64 tile: tiled; M 7: one invocation per output).
+  // that share (M 8: tiled; M 7: one invocation per output).
   for (const std::int64_t e : {64, 65}) {
     const std::string tag = std::to_string(e);
     b.output("conv_m" + tag, conv2d(input("mx" + tag, {1, 3, 4, 4}), input("mw" + tag, {e, 3, 1, 1})));
-    b.output("conv_n" + tag, conv2d(input("nx" + tag, {1, 3, 1, e}), input("nw" + tag, {16, 3, 1, 1})));
+    b.output("conv_n" + tag, conv2d(input("nx" + tag, {1, 3, 1, e}), input("nw" + tag, {40, 3, 1, 1})));
+    b.output("conv_n" + tag + "_narrow", conv2d(input("rx" + tag, {1, 3, 1, 2 * e}), input("rw" + tag, {16, 3, 1, 1})));
   }
+  // Every op on both sides of the 32-row tile (M 32: 32x128; M 33: 64x128), over two column
+  // tiles: conv2d's M is O, the input gradient's C, the weight gradient's O (its NC C*KH*KW = 72).
+  for (const std::int64_t m : {32, 33}) {
+    const std::string tag = std::to_string(m);
+    b.output("rows" + tag, conv2d(input("ox" + tag, {1, 3, 10, 13}), input("ow" + tag, {m, 3, 1, 1})));
+    b.output("rows_dx" + tag, conv2d_input_grad(input("ig" + tag, {1, 4, 10, 13}), input("iw" + tag, {4, m, 3, 3}), 10,
+                                                13, {.padding = 1}));
+    b.output("rows_dw" + tag, conv2d_weight_grad(input("dx" + tag, {1, 8, 6, 6}), input("dg" + tag, {1, m, 6, 6}), 3, 3,
+                                                 {.padding = 1}));
+  }
+  // The gradients' 64x64 tiles: M 40 over NC 16 (input grad) and 18 (weight grad).
+  b.output("square_dx",
+           conv2d_input_grad(input("sqg", {1, 4, 4, 4}), input("sqw", {4, 40, 3, 3}), 4, 4, {.padding = 1}));
+  b.output("square_dw",
+           conv2d_weight_grad(input("qx", {1, 2, 4, 4}), input("qg", {1, 40, 4, 4}), 3, 3, {.padding = 1}));
   for (const std::int64_t c : {16, 17}) {
     const std::string tag = std::to_string(c);
     b.output("conv_k" + tag, conv2d(input("kx" + tag, {2, c, 8, 8}), input("kw" + tag, {16, c, 1, 1})));
@@ -161,7 +179,7 @@ TEST_F(VkTest, BoundaryConvolutionAndScatterAddSums) {
   }
   for (const std::int64_t c : {1023, 1024}) {
     const std::string tag = std::to_string(c);
-    b.output("conv_work" + tag, conv2d(input("sx" + tag, {1, c, 1, 17 * 64}), input("sw" + tag, {16, c, 1, 1})));
+    b.output("conv_work" + tag, conv2d(input("sx" + tag, {1, c, 1, 17 * 128}), input("sw" + tag, {16, c, 1, 1})));
   }
   for (const std::int64_t m : {7, 8}) {
     const std::string tag = std::to_string(m);
@@ -182,13 +200,16 @@ TEST_F(VkTest, BoundaryConvolutionAndScatterAddSums) {
   EXPECT_EQ(labels.at("conv2d (split-K sum)"), 1u);
   EXPECT_EQ(labels.at("conv2d_weight_grad (split-K)"), 1u);  // K 256 of one tile
   EXPECT_EQ(labels.at("conv2d_weight_grad (split-K sum)"), 1u);
-  EXPECT_EQ(labels.at("conv2d"), 9u);  // the unsplit ones, the thin pair included
+  EXPECT_EQ(labels.at("conv2d"), 13u);  // the unsplit ones, the thin pair included
+  EXPECT_EQ(labels.at("conv2d_input_grad"), 3u);
+  EXPECT_EQ(labels.at("conv2d_weight_grad"), 4u);
   EXPECT_EQ(labels.at("scatter_add (chunks)"), 1u);
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
+  tg::testing::write_path_coverage();  // the tile shapes' paths (the sweep's draws may miss some)
 }
 
 // The convolutions' loop-limit ranges, planned only (a run would take hours on lavapipe): with
-// 4096 tiles no split pays, and a K of 32768 = 2048 slices is one range; one more term gives two
+// 2048 tiles of 64x128 no split pays, and a K of 32768 = 2048 slices is one range; one more term gives two
 // ranges (the last shorter), each within the loop budget.
 TEST(VkBoundaryPlans, ConvolutionKRangesForTheLoopLimit) {
   for (const std::int64_t c : {32768, 32769}) {
@@ -201,7 +222,7 @@ TEST(VkBoundaryPlans, ConvolutionKRangesForTheLoopLimit) {
     const KernelLaunch launch = kernel_plan_table()[static_cast<std::size_t>(node.op)](g, node);
     EXPECT_LE(launch.loop_passes, kLoopBudget);
     EXPECT_EQ(launch.then.size(), c > 32768 ? 1u : 0u);
-    EXPECT_EQ(launch.items, std::uint64_t{4096} * 256 * (c > 32768 ? 2 : 1));
+    EXPECT_EQ(launch.items, std::uint64_t{2048} * 256 * (c > 32768 ? 2 : 1));
   }
 }
 

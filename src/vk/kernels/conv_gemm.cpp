@@ -27,7 +27,9 @@ namespace tg::vk {
 
 namespace {
 
-constexpr std::int64_t kTile = 64;
+constexpr std::int64_t kTile = 64;  // the 64x64 tile's side: thinness and split-K are judged against it
+// Products of at most this many rows take 32x128 tiles.
+constexpr std::int64_t kNarrowTileMaxRows = 32;
 constexpr std::int64_t kSliceK = 16;
 constexpr std::uint32_t kGroupSize = 256;
 // As matmul.cpp: split K below kTargetGroups workgroups when one tile's K loop is at least
@@ -67,12 +69,17 @@ struct OpPaths {
         vec4_c("vulkan", op, "gemm_vec4_c"),
         scalar_c("vulkan", op, "gemm_scalar_c"),
         grouped("vulkan", op, "gemm_grouped"),
-        per_output("vulkan", op, "per_output") {}
+        per_output("vulkan", op, "per_output"),
+        tile_64x64("vulkan", op, "gemm_tile_64x64"),
+        tile_32x128("vulkan", op, "gemm_tile_32x128"),
+        tile_64x128("vulkan", op, "gemm_tile_64x128") {}
   LaunchPath unsplit, split_k, ragged_k, zero_k, split_sum, vec4_a, scalar_a, vec4_c, scalar_c, grouped, per_output;
+  LaunchPath tile_64x64, tile_32x128, tile_64x128;
 };
 const OpPaths kPaths[] = {OpPaths("conv2d"), OpPaths("conv2d_input_grad"), OpPaths("conv2d_weight_grad")};
 
 const SizeThreshold kTileThreshold{"vulkan", "conv2d_gemm", "tile", kTile};
+const SizeThreshold kNarrowTileThreshold{"vulkan", "conv2d_gemm", "narrow_tile_max_rows", kNarrowTileMaxRows};
 const SizeThreshold kSliceThreshold{"vulkan", "conv2d_gemm", "k_slice", kSliceK};
 const SizeThreshold kVecThreshold{"vulkan", "conv2d_gemm", "vec4_width", 4};
 const SizeThreshold kTargetGroupsThreshold{"vulkan", "conv2d_gemm", "split_k_below_tiles", kTargetGroups};
@@ -97,6 +104,22 @@ const SizeThreshold kPerOutputTargetThreshold{"vulkan", "conv2d_gemm", "per_outp
 constexpr std::int64_t kIntMax = std::numeric_limits<std::int32_t>::max();
 
 std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
+
+// A tile shape of the shader: `quads` column quads across the invocations (specialization
+// constant 1), `blocks` column blocks each (constant 2).
+struct TileShape {
+  std::int64_t rows = kTile, columns = kTile;
+  std::uint32_t quads = 16, blocks = 1;
+};
+
+// 32x128 where M fits 32 rows; 64x128 where NC passes one 64-wide tile; 64x64 otherwise. Measured
+// on an H200 (docs/performance.md): 64x128 against 64x64 doubled conv2d's rate at M = 64 and lost
+// at M = 16, where half of the 64 rows are empty.
+TileShape choose_tile(std::int64_t m, std::int64_t nc) {
+  if (m <= kNarrowTileMaxRows) return {kNarrowTileMaxRows, 2 * kTile, 32, 1};
+  if (nc > kTile) return {kTile, 2 * kTile, 16, 2};
+  return {};
+}
 
 // The K range of each split: K itself (one split), or ranges of a multiple of 16 whose count keeps
 // the launch within kTargetGroups workgroups, each at least kMinSplitK long; never above kMaxKRange.
@@ -212,10 +235,13 @@ KernelLaunch plan_conv_gemm(const Graph& graph, const Node& node, ConvRole role)
   const OpPaths& paths = kPaths[static_cast<int>(role)];
   const std::int64_t m = product.m, nc = product.nc, k = product.k, out_size = product.out_size;
 
+  const std::int64_t groups = std::max<std::int64_t>(g.groups, 1);
+  const TileShape shape = choose_tile(m, nc);
   const std::uint64_t tiles =
-      static_cast<std::uint64_t>(ceil_div(m, kTile) * ceil_div(nc, kTile) * std::max<std::int64_t>(g.groups, 1));
-  // Thin: the tiles' places outnumber the outputs kThinTileShare times over.
-  const std::uint64_t places = tiles * static_cast<std::uint64_t>(kTile * kTile);
+      static_cast<std::uint64_t>(ceil_div(m, shape.rows) * ceil_div(nc, shape.columns) * groups);
+  // Thin: the places of 64x64 tiles outnumber the outputs kThinTileShare times over.
+  const std::uint64_t places = static_cast<std::uint64_t>(ceil_div(m, kTile) * ceil_div(nc, kTile) * groups) *
+                               static_cast<std::uint64_t>(kTile * kTile);
   const auto div_up = [](std::int64_t a, std::int64_t b) { return static_cast<std::int64_t>(ceil_div(a, b)); };
   const std::int64_t per_output_splits =
       out_size == 0 ? 1
@@ -230,13 +256,13 @@ KernelLaunch plan_conv_gemm(const Graph& graph, const Node& node, ConvRole role)
 
   ConvGemmPush& push = product.push;
   push.k_range = static_cast<std::uint32_t>(k_range);
-  push.tiles_m = static_cast<std::uint32_t>(ceil_div(m, kTile));
-  push.tiles_n = static_cast<std::uint32_t>(ceil_div(nc, kTile));
+  push.tiles_m = static_cast<std::uint32_t>(ceil_div(m, shape.rows));
+  push.tiles_n = static_cast<std::uint32_t>(ceil_div(nc, shape.columns));
   push.flags = (product.vec_a ? kFlagVecA : 0u) | (product.vec_c ? kFlagVecC : 0u) | (per_output ? kFlagPerOutput : 0u);
 
   KernelLaunch launch;
   launch.shader = "conv2d_gemm";
-  launch.specialization = {static_cast<std::uint32_t>(role)};
+  launch.specialization = {static_cast<std::uint32_t>(role), shape.quads, shape.blocks};
   launch.bindings = conv_bindings(graph, node, splits > 1);
   append_pod(launch.push, push);
   launch.group_size = kGroupSize;
@@ -258,6 +284,9 @@ KernelLaunch plan_conv_gemm(const Graph& graph, const Node& node, ConvRole role)
   } else {
     if (k > 0) launch.paths.push_back(product.vec_a ? &paths.vec4_a : &paths.scalar_a);
     launch.paths.push_back(product.vec_c ? &paths.vec4_c : &paths.scalar_c);
+    launch.paths.push_back(shape.rows < kTile      ? &paths.tile_32x128
+                           : shape.columns > kTile ? &paths.tile_64x128
+                                                   : &paths.tile_64x64);
   }
   if (g.grouped()) launch.paths.push_back(&paths.grouped);
   if (splits > 1) {
