@@ -26,6 +26,13 @@
 // long_rows() rows, one contiguous stretch, with coalesced loads into shared memory, block by
 // block; then one invocation per (row, block) adds its block in order, and one per row adds the
 // row's block partials in block order: the same additions as the general form, so the same bits.
+// Mode 6 (long preimages of few outputs on GPUs, W7's bias gradients [128, C, 32, 32] -> C): the
+// first of two dispatches, writing mode 4's block partials [blocks, n] into scratch, but a
+// workgroup copies ROWS blocks side by side into shared memory (consecutive invocations on
+// consecutive terms, coalesced where the innermost summed axis is contiguous) and then ROWS
+// invocations add one block each, in term order. Mode 4 has each invocation walk its block's 256
+// terms one load after another, and a workgroup per output (the general form) leaves most of a
+// GPU idle when there are only a few dozen outputs.
 //
 // No loop here walks the summed axes: the carry is straight-line code and the term loop is
 // unrolled by 4, because lavapipe (llvmpipe) ends every loop of an invocation once 65535 loop
@@ -42,7 +49,8 @@ layout(push_constant) uniform Push {
                   // 2: a workgroup loads ROWS of them, then ROWS invocations sum one each;
                   // 3: contiguous rows, a workgroup loads contiguous_rows() of them;
                   // 4: block partials of long preimages into scratch;
-                  // 5: contiguous rows longer than BLOCK, long_rows() of them a workgroup
+                  // 5: contiguous rows longer than BLOCK, long_rows() of them a workgroup;
+                  // 6: block partials into scratch, ROWS blocks staged a workgroup
   uint len;       // preimage length (product of sum_dims; 0 when a summed axis is empty)
   uint out_dims[MAX_RANK];
   uint start_strides[MAX_RANK];  // input stride per kept axis
@@ -54,6 +62,7 @@ layout(std430, set = 0, binding = 0) readonly buffer In { float inv[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Out { float outv[]; };
 
 shared float partial[256];
+shared uint first_term[16];  // mode 6: the first input element of each staged block (ROWS of them)
 const uint ROWS = 16u;
 // The staged rows, row r at r * (stride) with an odd stride (len + 1 for even len): the summing
 // invocations, one per row, then read distinct banks at every step. Mode 2 uses ROWS rows of
@@ -133,6 +142,66 @@ void main() {
     for (uint i = gl_GlobalInvocationID.x; i < items; i += step) {
       const uint b = i / pc.n;
       outv[i] = sum_range(start_of(i - b * pc.n), b * BLOCK, min(pc.len, (b + 1u) * BLOCK));
+    }
+    return;
+  }
+  if (pc.staged == 6u) {
+    // Item i = b * n + o, as mode 4; the workgroup's items i0 .. i0 + ROWS - 1.
+    const uint lid = gl_LocalInvocationID.x;
+    const uint blocks = (pc.len + BLOCK - 1u) / BLOCK;
+    const uint items = pc.n * blocks;
+    // Where the innermost summed axis holds whole blocks (W7's H*W = 1024 of stride 1), a block's
+    // consecutive terms lie S(5) apart: invocation r < ROWS finds its item's first term, and every
+    // invocation reads term lid of each item at first + lid * S(5), without decoding the term's
+    // coordinates (sum_range's divisions per term cost more than the loads: 470 us for W7's
+    // eight bias gradients on an H200).
+    const bool whole_blocks = D(5) % BLOCK == 0u;
+    for (uint i0 = gl_WorkGroupID.x * ROWS; i0 < items; i0 += gl_NumWorkGroups.x * ROWS) {
+      if (whole_blocks) {
+        if (lid < ROWS) {
+          const uint i = min(i0 + lid, items - 1u);
+          const uint b = i / pc.n;
+          const uint start = start_of(i - b * pc.n);
+          // The first term's offset: block b starts at term b * BLOCK, in row b * BLOCK / D(5).
+          uint rest = b * BLOCK;
+          const uint c5 = rest % D(5); rest /= D(5);
+          const uint c4 = rest % D(4); rest /= D(4);
+          const uint c3 = rest % D(3); rest /= D(3);
+          const uint c2 = rest % D(2); rest /= D(2);
+          const uint c1 = rest % D(1); rest /= D(1);
+          first_term[lid] = start + rest * S(0) + c1 * S(1) + c2 * S(2) + c3 * S(3) + c4 * S(4) + c5 * S(5);
+        }
+        barrier();
+        for (uint r = 0u; r < ROWS; ++r) {
+          // Every block here is whole (len is a multiple of D(5), so of BLOCK).
+          stage[r * (BLOCK + 1u) + lid] = i0 + r < items ? inv[first_term[r] + lid * S(5)] : 0.0;
+        }
+      } else {
+        for (uint r = 0u; r < ROWS; ++r) {
+          const uint i = i0 + r;
+          const uint b = i / pc.n;
+          const uint t = b * BLOCK + lid;
+          stage[r * (BLOCK + 1u) + lid] = i < items && t < pc.len ? sum_range(start_of(i - b * pc.n), t, t + 1u) : 0.0;
+        }
+      }
+      barrier();
+      // Invocation r adds item r's block from 0.0 in term order (sum_range's order and bits).
+      if (lid < ROWS && i0 + lid < items) {
+        const uint i = i0 + lid;
+        const uint terms = min(BLOCK, pc.len - (i / pc.n) * BLOCK);
+        const uint at = lid * (BLOCK + 1u);
+        float acc = 0.0;
+        uint k = 0u;
+        for (; k + 4u <= terms; k += 4u) {
+          acc += stage[at + k];
+          acc += stage[at + k + 1u];
+          acc += stage[at + k + 2u];
+          acc += stage[at + k + 3u];
+        }
+        for (; k < terms; ++k) acc += stage[at + k];
+        outv[i] = acc;
+      }
+      barrier();  // the next items overwrite `stage`
     }
     return;
   }

@@ -158,10 +158,16 @@ struct LaunchThresholds {
   // Which kernel the fp32 matmuls that map onto the row blocks run (conv_gemm.h's
   // route_matmuls_to_rows), chosen and forced as conv_kernel.
   ConvKernel matmul_kernel = ConvKernel::by_device;
-  // How sum_to_shape adds preimages longer than a block (layout.cpp's route_long_sums): the
-  // device's way (block partials into scratch on CPU devices, a workgroup per output elsewhere), or
-  // one forced everywhere so that one device tests both.
-  enum class LongSums { by_device, workgroup_per_output, block_partials } long_sums = LongSums::by_device;
+  // How sum_to_shape adds preimages longer than a block that would take a workgroup per output
+  // (layout.cpp's route_long_sums): the device's way (block partials into scratch on CPU devices;
+  // on others staged block partials for fewer than 1024 outputs, else the workgroup), or one forced
+  // everywhere (for every output count) so that one device tests each.
+  enum class LongSums {
+    by_device,
+    workgroup_per_output,
+    block_partials,
+    staged_block_partials
+  } long_sums = LongSums::by_device;
 };
 // The thresholds in force (the defaults unless a test scope below lives).
 const LaunchThresholds& launch_thresholds();
@@ -200,9 +206,9 @@ using ScopedConvKernelForTesting = ScopedLaunchChoiceForTesting<&LaunchThreshold
 using ScopedMatmulKernelForTesting = ScopedLaunchChoiceForTesting<&LaunchThresholds::matmul_kernel>;
 using ScopedLongSumsForTesting = ScopedLaunchChoiceForTesting<&LaunchThresholds::long_sums>;
 
-// sum_to_shape's launches on CPU devices (or as launch_thresholds().long_sums forces): a preimage
-// of more than one block of terms as block partials into scratch and their ordered sum, the bits
-// of the workgroup per output other devices run (layout.cpp).
+// sum_to_shape's launches of preimages longer than a block as launch_thresholds().long_sums says:
+// block partials into scratch (CPU devices) or staged block partials (few outputs on other
+// devices), then their ordered sum: the bits of the workgroup per output (layout.cpp).
 void route_long_sums(const Graph& graph, const DeviceInfo& device, std::vector<KernelLaunch>& launches);
 
 // The second dispatch of a split reduction (shaders/matmul_split_sum.comp): `output`[i] = the sum of

@@ -57,6 +57,9 @@ const LaunchPath kSumContiguousShort{"vulkan", "sum_to_shape", "contiguous_rows_
 const LaunchPath kSumContiguousLong{"vulkan", "sum_to_shape", "contiguous_rows_long"};      // mode 3, > 128
 const LaunchPath kSumBlockPartials{"vulkan", "sum_to_shape", "block_partials"};             // mode 4
 const LaunchPath kSumBlockSum{"vulkan", "sum_to_shape", "block_sum"};
+const LaunchPath kSumStagedBlockPartials{"vulkan", "sum_to_shape", "staged_block_partials"};  // mode 6
+// Mode 6 where the innermost summed axis holds whole blocks: terms read without a decode each.
+const LaunchPath kSumStagedWholeBlocks{"vulkan", "sum_to_shape", "staged_whole_blocks"};
 const LaunchPath kSumContiguousLongRows{"vulkan", "sum_to_shape", "contiguous_long_rows"};  // mode 5
 
 // Drops extent-1 axes and merges axis d into the one before it where the input continues
@@ -232,6 +235,10 @@ std::uint64_t sum_to_shape_passes(std::uint32_t staged, std::uint64_t len, std::
            range_passes(static_cast<std::uint64_t>(kSumBlock)) + loop_passes(blocks);
   } else if (staged == 4) {
     body = kStartPasses + range_passes(static_cast<std::uint64_t>(kSumBlock));
+  } else if (staged == 6) {
+    // ROWS terms staged (a start and a one-term range each), then a block's terms 4 a pass.
+    body = loop_passes(kStagedRows, kStartPasses + range_passes(1), 3) +
+           range_passes(static_cast<std::uint64_t>(kSumBlock));
   } else if (staged == 2) {
     body = loop_passes(kStagedRows, kStartPasses + range_passes(1), 3) + loop_passes(len);
   } else if (staged == 3) {
@@ -252,9 +259,11 @@ std::uint64_t sum_to_shape_passes(std::uint32_t staged, std::uint64_t len, std::
 // Summed axes: the input's leading extra axes and those the target has as 1 (while the input does
 // not). Kept axes: the rest, over the output's row-major coordinates. Both lists collapse without
 // changing their order, so the preimage is still added in row-major order of the summed axes.
-// `long_as_block_partials`: a preimage of more than kSumBlock terms takes the block partials
-// (staged = 4) at any length, not only past one_dispatch_max_blocks (route_long_sums).
-KernelLaunch plan_sum_to_shape(const Graph& graph, const Node& node, bool long_as_block_partials) {
+// `long_form`: how a preimage of more than kSumBlock terms that would take a workgroup per output
+// is added instead (route_long_sums): as block partials (staged = 4) or staged block partials
+// (staged = 6) at any length; by_length keeps the workgroup up to one_dispatch_max_blocks.
+enum class LongForm { by_length, block_partials, staged_block_partials };
+KernelLaunch plan_sum_to_shape(const Graph& graph, const Node& node, LongForm long_form) {
   const Shape& in = graph.type(node.inputs[0]).shape;
   const Shape& out = graph.type(node.output).shape;
   const std::vector<std::int64_t> in_strides = row_major_strides(in);
@@ -338,21 +347,25 @@ KernelLaunch plan_sum_to_shape(const Graph& graph, const Node& node, bool long_a
       kept.dims.size() == 1 && kept.strides[0] == len && summed.dims.size() == 1 && summed.strides[0] == 1;
   push.staged = !short_preimage ? 0u : push.n <= kMaxStagedOutputs ? 1u : contiguous_rows ? 3u : 2u;
   const std::uint64_t blocks = ceil_div(static_cast<std::uint64_t>(len), kSumBlock);
-  if (len > kSumBlock && (long_as_block_partials || blocks > launch_thresholds().one_dispatch_max_blocks)) {
-    push.staged = 4;
+  if (len > kSumBlock && (long_form != LongForm::by_length || blocks > launch_thresholds().one_dispatch_max_blocks)) {
+    push.staged = long_form == LongForm::staged_block_partials ? 6 : 4;
   }
   if (len > kSumBlock && blocks <= kLongRowBlocks && contiguous_rows) push.staged = 5;
   launch.shader = "sum_to_shape";
   launch.bindings = {node.inputs[0], node.output};
   append_pod(launch.push, push);
   launch.group_size = 256;
-  if (push.staged == 4) {
+  if (push.staged == 4 || push.staged == 6) {
+    const bool staged = push.staged == 6;
+    const std::uint64_t partials = std::uint64_t{push.n} * blocks;
     launch.bindings.back() = kScratch;
-    launch.label = "sum_to_shape (block partials)";
-    launch.items = std::uint64_t{push.n} * blocks;
-    launch.scratch_bytes = 4 * launch.items;
-    launch.loop_passes = sum_to_shape_passes(4, static_cast<std::uint64_t>(len), push.n, launch.items, 256);
-    launch.paths = {&kSumBlockPartials};
+    launch.label = staged ? "sum_to_shape (staged block partials)" : "sum_to_shape (block partials)";
+    launch.items = staged ? ceil_div(partials, kStagedRows) * launch.group_size : partials;
+    launch.scratch_bytes = 4 * partials;
+    launch.loop_passes =
+        sum_to_shape_passes(push.staged, static_cast<std::uint64_t>(len), push.n, launch.items, launch.group_size);
+    launch.paths = {staged ? &kSumStagedBlockPartials : &kSumBlockPartials};
+    if (staged && push.sum_dims[kMaxRank - 1] % kSumBlock == 0) launch.paths.push_back(&kSumStagedWholeBlocks);
     launch.then.push_back(
         ordered_sum_of_partials(node.output, push.n, blocks, "sum_to_shape (block sum)", kSumBlockSum));
     return launch;
@@ -379,7 +392,9 @@ KernelLaunch plan_sum_to_shape(const Graph& graph, const Node& node, bool long_a
   return launch;
 }
 
-KernelLaunch sum_to_shape(const Graph& graph, const Node& node) { return plan_sum_to_shape(graph, node, false); }
+KernelLaunch sum_to_shape(const Graph& graph, const Node& node) {
+  return plan_sum_to_shape(graph, node, LongForm::by_length);
+}
 
 constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
 
@@ -388,19 +403,28 @@ constexpr std::size_t slot(OpId id) { return static_cast<std::size_t>(id); }
 // The workgroup per output (staged = 0 past kSumBlock terms) keeps ceil(len / 256) of its 256
 // invocations busy, each walking 256 terms, and on llvmpipe runs every SIMD batch of the group
 // through the shader's barriers: 3.4 ms for W7_small's [64, 32, 8, 8] -> [1, 32, 1, 1] bias
-// gradient. The block partials give each (block, output) its own invocation, no barrier, and the
-// same additions in the same order.
+// gradient. On CPU devices the block partials give each (block, output) its own invocation, no
+// barrier, and the same additions in the same order. On GPUs, few outputs (below
+// kMaxStagedOutputs) leave most of the device idle under a workgroup each (W7's eight bias
+// gradients of 32-64 outputs: 527 us on an H200); their blocks are staged ROWS a workgroup into
+// shared memory with coalesced loads instead (staged = 6), again the same additions in order.
 void route_long_sums(const Graph& graph, const DeviceInfo& device, std::vector<KernelLaunch>& launches) {
   using LongSums = LaunchThresholds::LongSums;
   const LongSums forced = launch_thresholds().long_sums;
-  if (forced == LongSums::workgroup_per_output || (forced == LongSums::by_device && device.type != DeviceType::cpu))
-    return;
+  if (forced == LongSums::workgroup_per_output) return;
+  const LongSums choice = forced != LongSums::by_device    ? forced
+                          : device.type == DeviceType::cpu ? LongSums::block_partials
+                                                           : LongSums::staged_block_partials;
   for (std::size_t n = 0; n < launches.size() && n < graph.nodes().size(); ++n) {
     const Node& node = graph.nodes()[n];
     if (node.op != op::SumToShape || launches[n].shader != "sum_to_shape") continue;
     if (launches[n].paths.empty() || launches[n].paths.front() != &kSumGroupBlocks) continue;
+    if (choice == LongSums::staged_block_partials && forced == LongSums::by_device &&
+        graph.type(node.output).size() >= kMaxStagedOutputs)
+      continue;
     std::vector<ValueId> extra_reads = std::move(launches[n].extra_reads);
-    launches[n] = plan_sum_to_shape(graph, node, true);
+    launches[n] = plan_sum_to_shape(
+        graph, node, choice == LongSums::block_partials ? LongForm::block_partials : LongForm::staged_block_partials);
     launches[n].extra_reads = std::move(extra_reads);
   }
 }

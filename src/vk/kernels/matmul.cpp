@@ -154,7 +154,27 @@ struct SplitSumPush {
   std::uint32_t n = 0;
   std::uint32_t splits = 0;
   std::uint32_t vec4s = 0;
+  std::uint32_t staged = 0;
 };
+
+// Few outputs of many partials (a bias gradient's 32 outputs of 512 block partials: one chain of
+// dependent loads per invocation, 31 us on an H200 with 8 invocations busy) are summed from
+// shared memory: a workgroup stages kStagedSumOutputs outputs' partials kStagedSumOutputs splits
+// at a time with coalesced loads, then one invocation per output adds them in order. Up to
+// kStagedSumMaxOutputs outputs (past that the plain form has enough invocations), from
+// kStagedSumMinParts partials, and at most kStagedSumMaxParts (one loop pass per partial, within
+// the loop budget of llvmpipe's limit, kernels.h).
+constexpr std::uint64_t kStagedSumOutputs = 64;  // = STAGED in shaders/matmul_split_sum.comp
+constexpr std::uint64_t kStagedSumMaxOutputs = 1024;
+constexpr std::uint64_t kStagedSumMinParts = 64;
+constexpr std::uint64_t kStagedSumMaxParts = 2048;
+const LaunchPath kPartialsStaged{"vulkan", "ordered_sum_of_partials", "staged"};
+const SizeThreshold kStagedSumOutputsThreshold{"vulkan", "ordered_sum_of_partials", "staged_max_outputs",
+                                               static_cast<std::int64_t>(kStagedSumMaxOutputs)};
+const SizeThreshold kStagedSumMinPartsThreshold{"vulkan", "ordered_sum_of_partials", "staged_min_parts",
+                                                static_cast<std::int64_t>(kStagedSumMinParts)};
+const SizeThreshold kStagedSumMaxPartsThreshold{"vulkan", "ordered_sum_of_partials", "staged_max_parts",
+                                                static_cast<std::int64_t>(kStagedSumMaxParts)};
 
 std::uint64_t tile_count(std::int64_t m, std::int64_t n, std::int64_t batches, std::int64_t tile) {
   return static_cast<std::uint64_t>(((m + tile - 1) / tile) * ((n + tile - 1) / tile) * batches);
@@ -348,8 +368,20 @@ KernelLaunch ordered_sum_of_partials(ValueId output, std::uint64_t n, std::uint6
   sum.shader = "matmul_split_sum";
   sum.label = std::move(label);
   sum.bindings = {kScratch, output};
-  const SplitSumPush push{static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(parts), n % 4 == 0 ? 1u : 0u};
+  const bool staged = n <= kStagedSumMaxOutputs && parts >= kStagedSumMinParts && parts <= kStagedSumMaxParts;
+  const SplitSumPush push{static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(parts), n % 4 == 0 ? 1u : 0u,
+                          staged ? 1u : 0u};
   append_pod(sum.push, push);
+  if (staged) {
+    sum.items = ceil_div(n, kStagedSumOutputs) * sum.group_size;
+    sum.paths = {&path, &kPartialsStaged};
+    // Per workgroup: the chunks of kStagedSumOutputs splits, each staged (unrolled) then added one
+    // partial a pass; the other variants' loops once.
+    sum.loop_passes = loop_passes(grid_iterations(sum.items, sum.group_size),
+                                  loop_passes(ceil_div(parts, kStagedSumOutputs)) + loop_passes(parts), 2) +
+                      6;
+    return sum;
+  }
   sum.items = n % 4 == 0 ? n / 4 : n;
   sum.paths = {&path, n % 4 == 0 ? &kPartialsVec4 : &kPartialsScalar};
   // Per output: the partials kSplitSumUnroll a pass, then the tail; the other variant's loops once.
