@@ -135,8 +135,8 @@ if [ "$what" = dp ]; then
 fi
 
 if [ "$what" = units ]; then
-  # Matrix units: the matrix-unit matmul's boundary tests under the validation layer
-  # (tests/vk/matmul_units_gpu_test.cpp and the selection tests), then W3 in every mode with W4/W5
+  # Matrix units: the matrix-unit matmul's and convolutions' tests (tests/vk/matmul_units_gpu_test.cpp,
+  # vk_conv_units_test.cpp and the selection tests), then W3 in every mode with W4/W5
   # next to PyTorch's fp32/TF32/f16/bf16 (bench/w3_modes.py's table), then, unless TG_UNITS_TRAIN=0,
   # W1/W2 and W6 fp32 training steps under matmul_precision ieee and split next to PyTorch fp32.
   # Bounded by TG_UNITS_SECONDS (default 540).
@@ -147,10 +147,11 @@ if [ "$what" = units ]; then
   # matrix units off (the portable kernels run and are validated); the matrix-unit tests run without.
   echo "== matrix-unit matmul tests (validation off: the layer cannot parse them), then the portable path validated"
   TG_VK_VALIDATION=0 timeout "$(left 150 300)" "$build/tests/tg_vk_tests" \
-    --gtest_filter='MatrixUnitsTest.*:MatmulUnits*' >"$out/units_tests.txt" 2>&1
+    --gtest_filter='MatrixUnitsTest.*:MatmulUnits*:ConvUnits*' >"$out/units_tests.txt" 2>&1
   echo "tg_vk_tests exit $?" | tee -a "$out/units_tests.txt"
   TG_VK_VALIDATION=1 timeout "$(left 60 300)" "$build/tests/tg_vk_tests" \
-    --gtest_filter='VkTest.MatmulWithoutMatrixUnits*:VkMatmulPrecision*:MatmulPrecision*' >>"$out/units_tests.txt" 2>&1
+    --gtest_filter='VkTest.MatmulWithoutMatrixUnits*:VkTest.ConvWithoutMatrixUnits*:VkMatmulPrecision*:MatmulPrecision*' \
+    >>"$out/units_tests.txt" 2>&1
   echo "tg_vk_tests (validated) exit $?" | tee -a "$out/units_tests.txt"
   tail -30 "$out/units_tests.txt"
   echo "== W3 (every mode), W4, W5: Vulkan, then PyTorch"

@@ -156,16 +156,20 @@ int register_all(bench::CaseSize size, int iterations) {
 }
 
 // The convolutions of the CNN workloads (W7_small: batch 64 of 8x8 images, 1->16 and 16->32
-// channels; W7: batch 128 of 32x32, 16->16 and 64->64; 3x3 kernels, stride 1, padding 1), each op
-// next to the matmul of its implicit GEMM's shape, so their GFLOP/s compare directly:
+// channels; W7: batch 128, 32->32 at 32x32 and 64->64 at 16x16, and beside them 16->16 and 64->64
+// at 32x32; 3x3 kernels, stride 1, padding 1), each op next to the matmul of its implicit GEMM's
+// shape, so their GFLOP/s compare directly; at 64 channels also the three ops on bf16 values (the
+// matrix units where the device has bf16 ones):
 //   vk_conv/conv2d/<x>,<w>              matmul [O, C*9] x [C*9, N*H*W]
 //   vk_conv/conv2d_input_grad/<g>,<w>   matmul [C, O*9] x [O*9, N*H*W]
 //   vk_conv/conv2d_weight_grad/<x>,<g>  matmul [O, N*H*W] x [N*H*W, C*9]
+//   vk_conv/<op>_bf16/...                 the op on bf16 values
 int register_conv_cases(int iterations) {
   struct Shape4 {
     std::int64_t n, c, o, side;
   };
-  const Shape4 shapes[] = {{64, 1, 16, 8}, {64, 16, 32, 8}, {128, 16, 16, 32}, {128, 64, 64, 32}};
+  const Shape4 shapes[] = {{64, 1, 16, 8},    {64, 16, 32, 8},   {128, 16, 16, 32},
+                           {128, 32, 32, 32}, {128, 64, 64, 16}, {128, 64, 64, 32}};
   const auto f32 = [](Shape s) { return TensorType{DType::f32, std::move(s)}; };
   const auto real = ValueDomain::real_range(-2, 2);
   const Attrs conv{{"dilation", AttrValue{std::vector<std::int64_t>{1, 1}}},
@@ -173,7 +177,7 @@ int register_conv_cases(int iterations) {
                    {"padding", AttrValue{std::vector<std::int64_t>{1, 1}}},
                    {"stride", AttrValue{std::vector<std::int64_t>{1, 1}}}};
   int registered = 0;
-  const auto add = [&](OpId op, OpSample sample) {
+  const auto add = [&](OpId op, OpSample sample, std::string_view variant = "") {
     // Not bench::typed_case: its 2^25-element cap would drop the largest weight gradient's matmul,
     // whose [N*H*W, C*9] operand is the 75M-element im2col matrix the convolution never stores.
     std::optional<bench::OpCase> c;
@@ -187,7 +191,7 @@ int register_conv_cases(int iterations) {
       std::cerr << "vk_ops_bench: skipping a " << op_name(op) << " conv case: " << e.what() << "\n";
       return;
     }
-    const std::string name = "vk_conv/" + std::string(op_name(op)) + "/" + bench::case_name(*c);
+    const std::string name = "vk_conv/" + std::string(op_name(op)) + std::string(variant) + "/" + bench::case_name(*c);
     benchmark::RegisterBenchmark(name.c_str(), [c = *c](benchmark::State& s) { run_op(s, c, true); })
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond)
@@ -196,6 +200,20 @@ int register_conv_cases(int iterations) {
   };
   for (const Shape4& s : shapes) {
     const Shape image{s.n, s.c, s.side, s.side}, grad{s.n, s.o, s.side, s.side}, weight{s.o, s.c, 3, 3};
+    if (s.c >= 64 && s.o >= 64) {
+      // bf16 values (computed in f32 between casts): on a device with bf16 matrix units the three
+      // ops run there (src/vk/kernels/conv_units.h), elsewhere on the same portable kernel as f32.
+      const auto bf16 = [](Shape shape) { return TensorType{DType::bf16, std::move(shape)}; };
+      Attrs input_grad = conv;
+      input_grad.set("height", s.side);
+      input_grad.set("width", s.side);
+      Attrs weight_grad = conv;
+      weight_grad.set("kernel_h", std::int64_t{3});
+      weight_grad.set("kernel_w", std::int64_t{3});
+      add(op::Conv2d, OpSample{conv, {bf16(image), bf16(weight)}, {real, real}}, "_bf16");
+      add(op::Conv2dInputGrad, OpSample{std::move(input_grad), {bf16(grad), bf16(weight)}, {real, real}}, "_bf16");
+      add(op::Conv2dWeightGrad, OpSample{std::move(weight_grad), {bf16(image), bf16(grad)}, {real, real}}, "_bf16");
+    }
     const std::int64_t pixels = s.n * s.side * s.side;
     add(op::Conv2d, OpSample{conv, {f32(image), f32(weight)}, {real, real}});
     add(op::Matmul, OpSample{{}, {f32({s.o, s.c * 9}), f32({s.c * 9, pixels})}, {real, real}});

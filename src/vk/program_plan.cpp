@@ -13,6 +13,7 @@
 #include "vk/fusion.h"
 #include "vk/kernels/attention_units.h"
 #include "vk/kernels/conv_gemm.h"
+#include "vk/kernels/conv_units.h"
 #include "vk/kernels/matmul_units.h"
 #include "vk/low_precision_lowering.h"
 #include "vk/transpose_absorb.h"
@@ -80,6 +81,7 @@ ProgramPlan plan_program(const Graph& graph, const DeviceInfo& info, const Progr
   // The matmuls' kernels and part products (the matrix units, split and fast), keeping the
   // operands the absorbed transposes chose.
   route_matmuls(graph, info, options.matmul_precision, p.launches);
+  route_convolutions_to_units(graph, info, options.matmul_precision, p.launches);
   route_attention(graph, info, p.launches);
   route_convolutions(graph, info, p.launches);
   route_matmuls_to_rows(graph, info, p.launches);

@@ -228,7 +228,7 @@ std::vector<std::uint32_t> nv_coopmat_to_khr(std::span<const std::uint32_t> spir
 
 std::span<const std::string_view> coopmat_modules() {
   static constexpr std::string_view kModules[] = {"matmul_coopmat", "attention_coopmat", "attention_coopmat_grad_q",
-                                                  "attention_coopmat_grad_kv"};
+                                                  "attention_coopmat_grad_kv", "conv2d_coopmat"};
   return kModules;
 }
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <string>
 
+#include "matrix_units_test_support.h"
 #include "support/library.h"
 #include "tensorgrad/ir/ops/attention.h"
 #include "tensorgrad/runtime/tolerance.h"
@@ -35,19 +36,8 @@ Shape with(Shape batch, std::int64_t rows, std::int64_t cols) {
   return batch;
 }
 
-class AttentionUnitsTest : public VkTest {
+class AttentionUnitsTest : public testing::MatrixUnitsFixture {
  protected:
-  void SetUp() override {
-    VkTest::SetUp();
-    if (IsSkipped()) return;
-    ctx_ = make_context();
-    support_ = matrix_unit_support(ctx_->info());
-    if (!support_.f16 && !support_.bf16) {
-      GTEST_SKIP() << ctx_->info().name << " has no matrix units the kernel can use (" << support_.why_not
-                   << "); run on the GPU machine (docs/testing.md)";
-    }
-  }
-
   HostTensor input(DType dtype, const Shape& shape, std::uint32_t seed, float magnitude) {
     const HostTensor f = testing::random_f32(shape, seed, -magnitude, magnitude);
     return HostTensor::low_precision(dtype, shape, f.to_f32());
@@ -85,9 +75,6 @@ class AttentionUnitsTest : public VkTest {
     }
     EXPECT_NO_VALIDATION_MESSAGES(ctx_);
   }
-
-  std::shared_ptr<Context> ctx_;
-  MatrixUnitSupport support_;
 };
 
 std::vector<Case> cases() {

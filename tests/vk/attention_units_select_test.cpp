@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "matrix_units_test_support.h"
 #include "support/library.h"
 #include "tensorgrad/ir/ops/attention.h"
 #include "tensorgrad/vk/shaders.h"
@@ -20,41 +21,9 @@
 namespace tg::vk {
 namespace {
 
-CooperativeMatrixShape unit_shape(MatrixElement ab) {
-  return {.m = 16,
-          .n = 16,
-          .k = 16,
-          .a = ab,
-          .b = ab,
-          .c = MatrixElement::f32,
-          .result = MatrixElement::f32,
-          .subgroup_scope = true};
-}
-
-DeviceInfo device_with_units(bool units) {
-  DeviceInfo d;
-  d.usable = true;
-  d.subgroup_size = 32;
-  d.max_compute_shared_memory_size = 49152;
-  d.max_compute_work_group_invocations = 1024;
-  d.storage_buffer_16bit_access = true;
-  d.max_per_stage_storage_buffers = 32;
-  d.max_storage_buffer_range = std::uint64_t{1} << 32;
-  d.max_memory_allocation_size = std::uint64_t{1} << 34;
-  d.min_storage_buffer_offset_alignment = 64;
-  d.max_compute_work_group_count = {65535, 65535, 65535};
-  if (units) {
-    d.matrix_units.shapes = {unit_shape(MatrixElement::f16), unit_shape(MatrixElement::bf16)};
-    d.matrix_units.bfloat16 = true;
-    d.matrix_units.shader_float16 = true;
-    d.matrix_units.vulkan_memory_model = true;
-  }
-  return d;
-}
-
 // The shader of each attention / attention_lse launch of `traced` on the made-up device.
 std::vector<std::string> attention_shaders(const Graph& traced, bool units) {
-  const DeviceInfo info = device_with_units(units);
+  const DeviceInfo info = testing::device_with_units(units, units);
   const Graph lowered = prepare_low_precision(traced, info);
   const ProgramPlan plan = plan_program(lowered, info, {});
   std::vector<std::string> shaders;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "matrix_units_test_support.h"
 #include "support/library.h"
 #include "tensorgrad/vk/executor.h"
 #include "vk/kernels/matmul_units.h"
@@ -122,21 +123,7 @@ std::vector<Case> boundary_cases() {
   return cases;
 }
 
-class MatrixUnitsTest : public VkTest {
- protected:
-  void SetUp() override {
-    VkTest::SetUp();
-    if (IsSkipped()) return;
-    ctx_ = make_context();
-    support_ = matrix_unit_support(ctx_->info());
-    if (!support_.f16 && !support_.bf16) {
-      GTEST_SKIP() << ctx_->info().name << " has no matrix units the kernel can use (" << support_.why_not
-                   << "); run on the GPU machine (docs/testing.md)";
-    }
-  }
-  std::shared_ptr<Context> ctx_;
-  MatrixUnitSupport support_;
-};
+class MatrixUnitsTest : public testing::MatrixUnitsFixture {};
 
 TEST_F(MatrixUnitsTest, SixteenBitOperandsAtEveryThreshold) {
   std::uint32_t seed = 1;

@@ -168,6 +168,12 @@ struct LaunchThresholds {
     block_partials,
     staged_block_partials
   } long_sums = LongSums::by_device;
+  // The smallest products (per group) the convolutions' matrix-unit kernel takes (conv_units.h):
+  // more than 32 rows, where the portable kernel's 32x128 tiles stop, and one fragment of columns.
+  struct ConvUnitsLimits {
+    std::int64_t min_rows = 33;
+    std::int64_t min_columns = 16;
+  } conv_units;
 };
 // The thresholds in force (the defaults unless a test scope below lives).
 const LaunchThresholds& launch_thresholds();
@@ -200,11 +206,13 @@ class ScopedLaunchChoiceForTesting {
  private:
   Value previous_;
 };
-// The convolutions' kernel, the matmuls' kernel (tiles or row blocks), and how sum_to_shape adds
-// long preimages.
+// The convolutions' kernel, the matmuls' kernel (tiles or row blocks), how sum_to_shape adds
+// long preimages, and the convolutions' matrix-unit limits (e.g. {1, 1}: every eligible product on
+// the units; a huge one: none).
 using ScopedConvKernelForTesting = ScopedLaunchChoiceForTesting<&LaunchThresholds::conv_kernel>;
 using ScopedMatmulKernelForTesting = ScopedLaunchChoiceForTesting<&LaunchThresholds::matmul_kernel>;
 using ScopedLongSumsForTesting = ScopedLaunchChoiceForTesting<&LaunchThresholds::long_sums>;
+using ScopedConvUnitsLimitsForTesting = ScopedLaunchChoiceForTesting<&LaunchThresholds::conv_units>;
 
 // sum_to_shape's launches of preimages longer than a block as launch_thresholds().long_sums says:
 // block partials into scratch (CPU devices) or staged block partials (few outputs on other
