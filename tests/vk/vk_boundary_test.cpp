@@ -141,27 +141,33 @@ TEST_F(VkTest, BoundaryConvolutionAndScatterAddSums) {
     return b.input(name, {DType::f32, std::move(shape)});
   };
   // The convolutions' implicit GEMM (conv_gemm.cpp): M (output channels) and NC (pixels) at the
-  // edges of the three tile shapes (M 64/65 of 64x64 tiles, NC 128/129 of 32x128 ones, NC 64/65
-  // from 64x64 to 64x128), the forward's K = C at the 16-deep slice edge (16: vec4 A rows; 17:
-  // scalar), one tile's weight-gradient K = N*OH*OW at the few-tiles split (255 unsplit, 256 in
-  // four ranges), and a 17-tile forward at the work split (K 1023 unsplit, 1024 ragged ranges);
-  // all of them filling at least an eighth of their tiles, and one thin product either side of
-  // that share (M 8: tiled; M 7: one invocation per output).
+  // edges of the tile shapes (M 64/65 of 64x64 tiles; NC 64/65 from 64x64 to 64x128 at M 40; NC
+  // 128/130 at M 16, a product too small for 32x128 tiles), the forward's K = C at the 16-deep slice edge (16: vec4 A
+  // rows; 17: scalar), one tile's weight-gradient K = N*OH*OW at the few-tiles split (255 unsplit, 256 in four ranges),
+  // and a 17-tile forward at the work split (K 1023 unsplit, 1024 ragged ranges); all of them filling at least an
+  // eighth of their tiles, and one thin product either side of that share (M 8: tiled; M 7: one invocation per output).
   for (const std::int64_t e : {64, 65}) {
     const std::string tag = std::to_string(e);
     b.output("conv_m" + tag, conv2d(input("mx" + tag, {1, 3, 4, 4}), input("mw" + tag, {e, 3, 1, 1})));
     b.output("conv_n" + tag, conv2d(input("nx" + tag, {1, 3, 1, e}), input("nw" + tag, {40, 3, 1, 1})));
     b.output("conv_n" + tag + "_narrow", conv2d(input("rx" + tag, {1, 3, 1, 2 * e}), input("rw" + tag, {16, 3, 1, 1})));
   }
-  // Every op on both sides of the 32-row tile (M 32: 32x128; M 33: 64x128), over two column
-  // tiles: conv2d's M is O, the input gradient's C, the weight gradient's O (its NC C*KH*KW = 72).
+  // Every op on both sides of the 32-row tile: M 32 takes 32x128 tiles from 256 of them (NC 32641;
+  // NC 32640 keeps 64x64), M 33 takes 64x128 (NC 130, two column tiles), M 40 over NC <= 64 keeps
+  // 64x64. conv2d's M is O, the input gradient's C, the weight gradient's O (its NC C*KH*KW).
+  for (const std::int64_t nc : {32640, 32641}) {
+    const std::string tag = std::to_string(nc);
+    b.output("rows32_" + tag, conv2d(input("ox" + tag, {1, 3, 1, nc}), input("ow" + tag, {32, 3, 1, 1})));
+  }
+  b.output("rows33", conv2d(input("ox33", {1, 3, 10, 13}), input("ow33", {33, 3, 1, 1})));
   for (const std::int64_t m : {32, 33}) {
     const std::string tag = std::to_string(m);
-    b.output("rows" + tag, conv2d(input("ox" + tag, {1, 3, 10, 13}), input("ow" + tag, {m, 3, 1, 1})));
-    b.output("rows_dx" + tag, conv2d_input_grad(input("ig" + tag, {1, 4, 10, 13}), input("iw" + tag, {4, m, 3, 3}), 10,
-                                                13, {.padding = 1}));
-    b.output("rows_dw" + tag, conv2d_weight_grad(input("dx" + tag, {1, 8, 6, 6}), input("dg" + tag, {1, m, 6, 6}), 3, 3,
-                                                 {.padding = 1}));
+    const std::int64_t width = m == 32 ? 32641 : 130;  // 256 tiles of 32x128; two of 64x128
+    b.output("rows_dx" + tag, conv2d_input_grad(input("ig" + tag, {1, 4, 1, width}), input("iw" + tag, {4, m, 1, 3}), 1,
+                                                width, {.padding = {0, 1}}));
+    const std::int64_t channels = m == 32 ? 3627 : 8;  // NC 32643 (256 tiles of 32x128); 72 (64x128)
+    b.output("rows_dw" + tag, conv2d_weight_grad(input("dx" + tag, {1, channels, 4, 4}),
+                                                 input("dg" + tag, {1, m, 4, 4}), 3, 3, {.padding = 1}));
   }
   // The gradients' 64x64 tiles: M 40 over NC 16 (input grad) and 18 (weight grad).
   b.output("square_dx",
@@ -200,7 +206,7 @@ TEST_F(VkTest, BoundaryConvolutionAndScatterAddSums) {
   EXPECT_EQ(labels.at("conv2d (split-K sum)"), 1u);
   EXPECT_EQ(labels.at("conv2d_weight_grad (split-K)"), 1u);  // K 256 of one tile
   EXPECT_EQ(labels.at("conv2d_weight_grad (split-K sum)"), 1u);
-  EXPECT_EQ(labels.at("conv2d"), 13u);  // the unsplit ones, the thin pair included
+  EXPECT_EQ(labels.at("conv2d"), 14u);  // the unsplit ones, the thin pair included
   EXPECT_EQ(labels.at("conv2d_input_grad"), 3u);
   EXPECT_EQ(labels.at("conv2d_weight_grad"), 4u);
   EXPECT_EQ(labels.at("scatter_add (chunks)"), 1u);

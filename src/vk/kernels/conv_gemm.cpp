@@ -112,15 +112,6 @@ struct TileShape {
   std::uint32_t quads = 16, blocks = 1;
 };
 
-// 32x128 where M fits 32 rows; 64x128 where NC passes one 64-wide tile; 64x64 otherwise. Measured
-// on an H200 (docs/performance.md): 64x128 against 64x64 doubled conv2d's rate at M = 64 and lost
-// at M = 16, where half of the 64 rows are empty.
-TileShape choose_tile(std::int64_t m, std::int64_t nc) {
-  if (m <= kNarrowTileMaxRows) return {kNarrowTileMaxRows, 2 * kTile, 32, 1};
-  if (nc > kTile) return {kTile, 2 * kTile, 16, 2};
-  return {};
-}
-
 // The K range of each split: K itself (one split), or ranges of a multiple of 16 whose count keeps
 // the launch within kTargetGroups workgroups, each at least kMinSplitK long; never above kMaxKRange.
 std::int64_t choose_k_range(std::uint64_t tiles, std::int64_t k) {
@@ -134,6 +125,25 @@ std::int64_t choose_k_range(std::uint64_t tiles, std::int64_t k) {
   }
   if (range > kMaxKRange) range = round_up(ceil_div(k, ceil_div(k, kMaxKRange)), kSliceK);
   return range;
+}
+
+// 32x128 where M fits 32 rows, unless those tiles are too few to fill a GPU and split-K will not
+// add workgroups (fewer than kTargetGroups of them and K too short to split); 64x128 where NC
+// passes one 64-wide tile; 64x64 otherwise. Measured on an H200 (docs/performance.md): 32x128
+// against 64x64 took W7's 32-channel convolutions from about 11 to 13-16 TFLOP/s, its weight
+// gradients (3 tiles, K split into ranges) included; 64x128 against 64x64 doubled conv2d's rate at
+// M = 64 and lost at M = 16, where half of the 64 rows are empty. A small product (W7_small's
+// 16 -> 32 input gradient, K 288: 32 tiles of 32x128) keeps 64x64, twice the workgroups (0.40 of
+// the same-shape matmul's rate with 32x128).
+TileShape choose_tile(std::int64_t m, std::int64_t nc, std::int64_t k, std::int64_t groups) {
+  const TileShape narrow{kNarrowTileMaxRows, 2 * kTile, 32, 1};
+  if (m <= kNarrowTileMaxRows) {
+    const auto tiles = static_cast<std::uint64_t>(ceil_div(nc, narrow.columns) * groups);
+    if (tiles >= kTargetGroups || (k > 0 && choose_k_range(tiles, k) < k)) return narrow;
+    return {};
+  }
+  if (nc > kTile) return {kTile, 2 * kTile, 16, 2};
+  return {};
 }
 
 }  // namespace
@@ -236,7 +246,7 @@ KernelLaunch plan_conv_gemm(const Graph& graph, const Node& node, ConvRole role)
   const std::int64_t m = product.m, nc = product.nc, k = product.k, out_size = product.out_size;
 
   const std::int64_t groups = std::max<std::int64_t>(g.groups, 1);
-  const TileShape shape = choose_tile(m, nc);
+  const TileShape shape = choose_tile(m, nc, k, groups);
   const std::uint64_t tiles =
       static_cast<std::uint64_t>(ceil_div(m, shape.rows) * ceil_div(nc, shape.columns) * groups);
   // Thin: the places of 64x64 tiles outnumber the outputs kThinTileShare times over.
