@@ -48,12 +48,64 @@ const uint B_ROWS_APART = 256u / TILE_QUADS;      // k rows between one invocati
 shared vec4 sh_A[2][BK][ROW_QUADS + 1u];  // [buffer][k][row / 4], A transposed; padded as matmul's
 shared vec4 sh_B[2][BK][TILE_QUADS];      // [buffer][k][column / 4]
 
-// Four consecutive k from k (a multiple of 4) of row r, zero past kend or past M.
-vec4 load_a(int base, bool row_in, uint k, uint kend) {
+// Each slice moves every load's k by BK. Its coordinates are kept as digits and BK's digits added
+// with one carry per digit, so no slice divides (the divisions of b_row() and k / KA per load were
+// a quarter of the loop's instructions):
+//   A: (k / KA, k % KA), radix KA;
+//   B: forward and input grad (t, a, b) of radices (-, KH, KW); weight grad (n, i, j) of (-, OH, OW).
+struct ADigits {
+  int block;  // k / KA
+  int at;     // k % KA
+};
+ADigits a_digits(uint k) {
+  const int q = int(k) / ka();
+  return ADigits(q, int(k) - q * ka());
+}
+void a_digits_add(inout ADigits d, ADigits step) {
+  d.at += step.at;
+  if (d.at >= ka()) {
+    d.at -= ka();
+    ++d.block;
+  }
+  d.block += step.block;
+}
+
+struct BDigits {
+  int outer, mid, inner;
+};
+int b_inner_radix() { return OP == 2u ? pc.ow : pc.kw; }
+int b_mid_radix() { return OP == 2u ? pc.oh : pc.kh; }
+BDigits b_digits(uint k) {
+  const int per_outer = b_inner_radix() * b_mid_radix();
+  const int outer = int(k) / per_outer;
+  const int rest = int(k) - outer * per_outer;
+  const int mid = rest / b_inner_radix();
+  return BDigits(outer, mid, rest - mid * b_inner_radix());
+}
+void b_digits_add(inout BDigits d, BDigits step) {
+  d.inner += step.inner;
+  if (d.inner >= b_inner_radix()) {
+    d.inner -= b_inner_radix();
+    ++d.mid;
+  }
+  d.mid += step.mid;
+  if (d.mid >= b_mid_radix()) {
+    d.mid -= b_mid_radix();
+    ++d.outer;
+  }
+  d.outer += step.outer;
+}
+// b_row() of the digits' k.
+ivec3 b_coords(BDigits d) {
+  if (OP == 2u) return ivec3(d.outer * pc.c * pc.h * pc.w, d.mid * pc.sh, d.inner * pc.sw);
+  return ivec3(d.outer * (OP == 0u ? pc.h * pc.w : pc.oh * pc.ow), d.mid * pc.dh, d.inner * pc.dw);
+}
+
+// Four consecutive k from k (a multiple of 4, at digits d) of row r, zero past kend or past M.
+vec4 load_a(int base, bool row_in, ADigits d, uint k, uint kend) {
   if (!row_in || k >= kend) return vec4(0.0);
-  const int kq = int(k) / ka();
-  int kr = int(k) - kq * ka();
-  int at = base + kq * sa() + kr;
+  int kr = d.at;
+  int at = base + d.block * sa() + kr;
   if ((pc.flags & FLAG_VEC_A) != 0u) return in_a4[at >> 2];  // KA % 4 == 0: the quad is whole
   vec4 v;
   [[unroll]] for (uint q = 0u; q < 4u; ++q) {
@@ -69,9 +121,9 @@ vec4 load_a(int base, bool row_in, uint k, uint kend) {
   return v;
 }
 
-vec4 load_b(BCol cols[4], uint k, uint kend) {
+vec4 load_b(BCol cols[4], BDigits d, uint k, uint kend) {
   if (k >= kend) return vec4(0.0);
-  const ivec3 kr = b_row(k);
+  const ivec3 kr = b_coords(d);
   return vec4(b_at(cols[0], kr), b_at(cols[1], kr), b_at(cols[2], kr), b_at(cols[3], kr));
 }
 
@@ -169,12 +221,27 @@ void main() {
       [[unroll]] for (uint i = 0u; i < 4u; ++i) acc[b][i] = vec4(0.0);
     }
 
+    // The digits of this invocation's A k and B k rows at the range's start, and of one slice;
+    // only where K > 0 (an empty output image makes the weight gradient's radices 0).
+    ADigits a_d = ADigits(0, 0);
+    ADigits a_step = ADigits(0, 0);
+    BDigits b_d[B_LOADS];
+    BDigits b_step = BDigits(0, 0, 0);
     vec4 next_a = vec4(0.0);
     vec4 next_b[B_LOADS];
-    [[unroll]] for (uint l = 0u; l < B_LOADS; ++l) next_b[l] = vec4(0.0);
+    [[unroll]] for (uint l = 0u; l < B_LOADS; ++l) {
+      b_d[l] = BDigits(0, 0, 0);
+      next_b[l] = vec4(0.0);
+    }
     if (slices > 0u) {
-      next_a = load_a(a_at, a_in, kbeg + a_k, kend);
-      [[unroll]] for (uint l = 0u; l < B_LOADS; ++l) next_b[l] = load_b(cols, kbeg + b_k + l * B_ROWS_APART, kend);
+      a_d = a_digits(kbeg + a_k);
+      a_step = a_digits(BK);
+      [[unroll]] for (uint l = 0u; l < B_LOADS; ++l) b_d[l] = b_digits(kbeg + b_k + l * B_ROWS_APART);
+      b_step = b_digits(BK);
+      next_a = load_a(a_at, a_in, a_d, kbeg + a_k, kend);
+      [[unroll]] for (uint l = 0u; l < B_LOADS; ++l) {
+        next_b[l] = load_b(cols, b_d[l], kbeg + b_k + l * B_ROWS_APART, kend);
+      }
       store_slice(0u, lid, next_a, next_b);
     }
     barrier();
@@ -183,8 +250,12 @@ void main() {
       const bool more = s + 1u < slices;
       const uint k1 = kbeg + (s + 1u) * BK;
       if (more) {
-        next_a = load_a(a_at, a_in, k1 + a_k, kend);
-        [[unroll]] for (uint l = 0u; l < B_LOADS; ++l) next_b[l] = load_b(cols, k1 + b_k + l * B_ROWS_APART, kend);
+        a_digits_add(a_d, a_step);
+        next_a = load_a(a_at, a_in, a_d, k1 + a_k, kend);
+        [[unroll]] for (uint l = 0u; l < B_LOADS; ++l) {
+          b_digits_add(b_d[l], b_step);
+          next_b[l] = load_b(cols, b_d[l], k1 + b_k + l * B_ROWS_APART, kend);
+        }
       }
       [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {
         const vec4 av = sh_A[buf][kk][ty];
