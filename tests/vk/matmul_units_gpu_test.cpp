@@ -77,24 +77,7 @@ double check(const std::shared_ptr<Context>& ctx, const Case& c, DType dtype, Ma
   if (!empty) {
     EXPECT_EQ(unit_hits, 1u) << "the product ran on the matrix units";
   }
-  const TensorMap got = program.run(in);
-  const InterpResult oracle = interpret(g, in, {.compute = ComputeType::f64, .keep_all_values = true});
-  const double bound = testing::f32_tolerance(g, oracle) * bound_factor;
-  const HostTensor& ref = oracle.outputs.at("c");
-  const HostTensor& out = got.at("c");
-  double scale = 1.0;
-  for (std::size_t i = 0; i < ref.size(); ++i) scale = std::max(scale, std::fabs(ref.at(i)));
-  double worst = 0;
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    const double err = std::fabs(out.at(i) - ref.at(i));
-    worst = std::max(worst, err / scale);
-    if (!(err <= bound) && ++bad <= 5) {
-      ADD_FAILURE() << "c[" << i << "]: Vulkan " << out.at(i) << ", oracle " << ref.at(i) << " (allowed " << bound
-                    << ")";
-    }
-  }
-  EXPECT_EQ(bad, 0u);
+  const double worst = testing::largest_error_within_fp32_class(g, in, program.run(in), "c", bound_factor);
   EXPECT_NO_VALIDATION_MESSAGES(ctx);
   return worst;
 }

@@ -5,11 +5,15 @@
 // no units the kernels can use.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "tensorgrad/vk/device.h"
 #include "vk/kernels/matmul_units.h"
+#include "vk_oracle_check.h"
 #include "vk_test_support.h"
 
 namespace tg::vk::testing {
@@ -64,5 +68,30 @@ class MatrixUnitsFixture : public VkTest {
   std::shared_ptr<Context> ctx_;
   MatrixUnitSupport support_;
 };
+
+// The largest error of Vulkan's `output` (in `got`, from inputs `in` of graph `g`) against the f64
+// oracle, relative to max(1, max |oracle|); a failure for each of the first five outputs off by
+// more than bound_factor times g's fp32 class.
+inline double largest_error_within_fp32_class(const Graph& g, const TensorMap& in, const TensorMap& got,
+                                              const std::string& output, double bound_factor) {
+  const InterpResult oracle = interpret(g, in, {.compute = ComputeType::f64, .keep_all_values = true});
+  const double bound = f32_tolerance(g, oracle) * bound_factor;
+  const HostTensor& ref = oracle.outputs.at(output);
+  const HostTensor& out = got.at(output);
+  double scale = 1.0;
+  for (std::size_t i = 0; i < ref.size(); ++i) scale = std::max(scale, std::fabs(ref.at(i)));
+  double worst = 0;
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double err = std::fabs(out.at(i) - ref.at(i));
+    worst = std::max(worst, err / scale);
+    if (!(err <= bound) && ++bad <= 5) {
+      ADD_FAILURE() << output << "[" << i << "]: Vulkan " << out.at(i) << ", oracle " << ref.at(i) << " (allowed "
+                    << bound << ")";
+    }
+  }
+  EXPECT_EQ(bad, 0u);
+  return worst;
+}
 
 }  // namespace tg::vk::testing

@@ -356,25 +356,7 @@ double check(const std::shared_ptr<Context>& ctx, const ConvCase& c, DType dtype
   if (expect_split >= 0) {
     EXPECT_EQ(hits(c.role, "matrix_units_split_k_sum"), static_cast<std::uint64_t>(expect_split)) << "split-K";
   }
-  const TensorMap got = program.run(in);
-  const InterpResult oracle = interpret(g, in, {.compute = ComputeType::f64, .keep_all_values = true});
-  const double bound = testing::f32_tolerance(g, oracle) * bound_factor;
-  const HostTensor& ref = oracle.outputs.at("out");
-  const HostTensor& out = got.at("out");
-  double scale = 1.0;
-  for (std::size_t i = 0; i < ref.size(); ++i) scale = std::max(scale, std::fabs(ref.at(i)));
-  double worst = 0;
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    const double err = std::fabs(out.at(i) - ref.at(i));
-    worst = std::max(worst, err / scale);
-    if (!(err <= bound) && ++bad <= 5) {
-      ADD_FAILURE() << "out[" << i << "]: Vulkan " << out.at(i) << ", oracle " << ref.at(i) << " (allowed " << bound
-                    << ")";
-    }
-  }
-  EXPECT_EQ(bad, 0u);
-  return worst;
+  return testing::largest_error_within_fp32_class(g, in, program.run(in), "out", bound_factor);
 }
 
 // Every role across the tile edges (M and NC at 127/128/129, M at the limit 33), K around the slices
