@@ -79,22 +79,26 @@ BCol b_column(int g, uint col) {
   return bc;
 }
 
+// The im2col row k of B as mixed-radix digits: forward and input grad (t, a, b) of radices
+// (-, KH, KW); weight grad (n, i, j) of (-, OH, OW).
+struct BDigits {
+  int outer, mid, inner;
+};
+int b_inner_radix() { return OP == 2u ? pc.ow : pc.kw; }
+int b_mid_radix() { return OP == 2u ? pc.oh : pc.kh; }
+BDigits b_digits(uint k) {
+  const int per_outer = b_inner_radix() * b_mid_radix();
+  const int outer = int(k) / per_outer;
+  const int rest = int(k) - outer * per_outer;
+  const int mid = rest / b_inner_radix();
+  return BDigits(outer, mid, rest - mid * b_inner_radix());
+}
+
 // The k row's part of B's coordinates: forward (c*H*W, a*dh, b*dw); input grad (o*OH*OW, a*dh,
 // b*dw); weight grad (n*C*H*W, i*sh, j*sw).
-ivec3 b_row(uint k) {
-  const int kk = int(k);
-  if (OP == 2u) {
-    const int plane = pc.oh * pc.ow;
-    const int n = kk / plane;
-    const int ij = kk - n * plane;
-    const int i = ij / pc.ow;
-    return ivec3(n * pc.c * pc.h * pc.w, i * pc.sh, (ij - i * pc.ow) * pc.sw);
-  }
-  const int t = kk / khw();
-  const int ab = kk - t * khw();
-  const int a = ab / pc.kw;
-  const int plane = OP == 0u ? pc.h * pc.w : pc.oh * pc.ow;
-  return ivec3(t * plane, a * pc.dh, (ab - a * pc.kw) * pc.dw);
+ivec3 b_coords(BDigits d) {
+  if (OP == 2u) return ivec3(d.outer * pc.c * pc.h * pc.w, d.mid * pc.sh, d.inner * pc.sw);
+  return ivec3(d.outer * (OP == 0u ? pc.h * pc.w : pc.oh * pc.ow), d.mid * pc.dh, d.inner * pc.dw);
 }
 
 float b_at(BCol bc, ivec3 kr) {
@@ -126,9 +130,9 @@ uint c_index(uint split, int g, int r, int col) {
   return split * pc.split_stride + uint((cn * channels + g * per_group + r) * plane + col - cn * plane);
 }
 
-// K walked one k at a time by counters, not by b_row's and ka()'s divisions per k: llvmpipe divides
+// K walked one k at a time by counters, not by b_digits' and ka()'s divisions per k: llvmpipe divides
 // integers lane by lane, which costs more than the multiply-adds. a_off is A's offset from its row
-// base, (k / KA) * SA + k % KA; kc is b_row(k). Forward and input grad step (t, a, b), b fastest;
+// base, (k / KA) * SA + k % KA; kc is b_coords(b_digits(k)). Forward and input grad step (t, a, b), b fastest;
 // weight grad (n, i, j), j fastest.
 struct KWalk {
   int kr;  // k % KA
@@ -143,9 +147,10 @@ KWalk k_walk(uint k) {
   const int kq = int(k) / ka();
   w.kr = int(k) - kq * ka();
   w.a_off = kq * sa() + w.kr;
-  w.kc = b_row(k);
-  w.inner = OP == 2u ? w.kc.z / pc.sw : w.kc.z / pc.dw;
-  w.outer = OP == 2u ? w.kc.y / pc.sh : w.kc.y / pc.dh;
+  const BDigits d = b_digits(k);
+  w.kc = b_coords(d);
+  w.inner = d.inner;
+  w.outer = d.mid;
   return w;
 }
 

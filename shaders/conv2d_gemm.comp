@@ -49,10 +49,9 @@ shared vec4 sh_A[2][BK][ROW_QUADS + 1u];  // [buffer][k][row / 4], A transposed;
 shared vec4 sh_B[2][BK][TILE_QUADS];      // [buffer][k][column / 4]
 
 // Each slice moves every load's k by BK. Its coordinates are kept as digits and BK's digits added
-// with one carry per digit, so no slice divides (the divisions of b_row() and k / KA per load were
-// a quarter of the loop's instructions):
-//   A: (k / KA, k % KA), radix KA;
-//   B: forward and input grad (t, a, b) of radices (-, KH, KW); weight grad (n, i, j) of (-, OH, OW).
+// with one carry per digit, so no slice divides (decoding B's row and A's k / KA per load took a
+// quarter of the loop's instructions): A's digits are (k / KA, k % KA) of radix KA, B's
+// conv2d_common.glsl's BDigits.
 struct ADigits {
   int block;  // k / KA
   int at;     // k % KA
@@ -70,18 +69,6 @@ void a_digits_add(inout ADigits d, ADigits step) {
   d.block += step.block;
 }
 
-struct BDigits {
-  int outer, mid, inner;
-};
-int b_inner_radix() { return OP == 2u ? pc.ow : pc.kw; }
-int b_mid_radix() { return OP == 2u ? pc.oh : pc.kh; }
-BDigits b_digits(uint k) {
-  const int per_outer = b_inner_radix() * b_mid_radix();
-  const int outer = int(k) / per_outer;
-  const int rest = int(k) - outer * per_outer;
-  const int mid = rest / b_inner_radix();
-  return BDigits(outer, mid, rest - mid * b_inner_radix());
-}
 void b_digits_add(inout BDigits d, BDigits step) {
   d.inner += step.inner;
   if (d.inner >= b_inner_radix()) {
@@ -95,12 +82,6 @@ void b_digits_add(inout BDigits d, BDigits step) {
   }
   d.outer += step.outer;
 }
-// b_row() of the digits' k.
-ivec3 b_coords(BDigits d) {
-  if (OP == 2u) return ivec3(d.outer * pc.c * pc.h * pc.w, d.mid * pc.sh, d.inner * pc.sw);
-  return ivec3(d.outer * (OP == 0u ? pc.h * pc.w : pc.oh * pc.ow), d.mid * pc.dh, d.inner * pc.dw);
-}
-
 // Four consecutive k from k (a multiple of 4, at digits d) of row r, zero past kend or past M.
 vec4 load_a(int base, bool row_in, ADigits d, uint k, uint kend) {
   if (!row_in || k >= kend) return vec4(0.0);
