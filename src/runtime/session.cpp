@@ -77,7 +77,8 @@ struct Session::Impl {
                                          .timestamps = options.vk_timestamps,
                                          .resident_params = true,
                                          .writebacks = options.writebacks,
-                                         .matmul_precision = options.matmul_precision});
+                                         .matmul_precision = options.matmul_precision,
+                                         .early_readback_bytes = options.vk_early_readback_bytes});
       check_commit_output();
       return;
     }
@@ -218,7 +219,7 @@ struct Session::Impl {
     return {};
   }
 
-  RunResult run(const TensorMap& data) {
+  RunResult run(const TensorMap& data, const OutputSink& sink) {
     try {
       run_checked(data);
     } catch (const Error& e) {
@@ -226,7 +227,7 @@ struct Session::Impl {
     }
     try {
       if (program) {
-        TensorMap outputs = program->run(data, /*commit_writebacks=*/false);
+        TensorMap outputs = program->run(data, /*commit_writebacks=*/false, sink);
         if (auto why = non_finite(outputs)) return RunResult::failed({"nonfinite", *why});
         program->commit();
         return RunResult::completed(std::move(outputs));
@@ -238,6 +239,11 @@ struct Session::Impl {
         return interpret(graph, all, {.compute = compute, .schedule = options.interp_schedule}).outputs;
       };
       TensorMap outputs = arena ? arena->execute(run_interpreter) : run_interpreter();
+      if (sink) {
+        for (const GraphOutput& o : graph.outputs()) {
+          if (const auto it = outputs.find(o.name); it != outputs.end()) sink(o.name, it->second);
+        }
+      }
       if (auto why = non_finite(outputs)) return RunResult::failed({"nonfinite", *why});
       for (const Writeback& w : options.writebacks) {
         auto node = outputs.extract(w.output);
@@ -294,9 +300,17 @@ std::vector<std::string> Session::unset_params() const {
   const std::lock_guard lock(impl_->mutex);
   return impl_->unset_params();
 }
-RunResult Session::run(const TensorMap& data) {
+RunResult Session::run(const TensorMap& data, const OutputSink& sink) {
   const std::lock_guard lock(impl_->mutex);
-  return impl_->run(data);
+  return impl_->run(data, sink);
+}
+std::span<std::byte> Session::input_staging(std::string_view name) {
+  const std::lock_guard lock(impl_->mutex);
+  const auto id = impl_->graph.find_input(name);
+  if (!id || impl_->graph.input_of_value(*id)->kind != InputKind::data) {
+    throw RuntimeError("graph '" + impl_->graph.name() + "' has no data input named '" + std::string(name) + "'");
+  }
+  return impl_->program ? impl_->program->input_staging(name) : std::span<std::byte>{};
 }
 const Graph& Session::graph() const { return impl_->graph; }
 Backend Session::backend() const { return impl_->options.backend; }

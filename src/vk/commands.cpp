@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <exception>
+#include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace tg::vk {
 
@@ -110,6 +113,57 @@ void submit_and_wait(const std::shared_ptr<Context>& context_ptr, VkCommandBuffe
     if (e.result() == VK_TIMEOUT) context.mark_unusable(VK_TIMEOUT, "waiting for " + std::string(operation));
     throw;
   }
+}
+
+void submit_in_order(const std::shared_ptr<Context>& context_ptr, std::span<const VkCommandBuffer> commands,
+                     std::string_view operation, const std::function<void(std::size_t)>& completed,
+                     std::chrono::nanoseconds timeout) {
+  Context& context = *context_ptr;
+  context.require_usable(operation);
+  std::vector<std::unique_ptr<Fence>> fences;
+  std::exception_ptr failure;
+  std::size_t submitted = 0;
+  try {
+    for (const VkCommandBuffer& commands_i : commands) {
+      fences.push_back(std::make_unique<Fence>(context_ptr));
+      VkSubmitInfo submit{};
+      submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+      submit.commandBufferCount = 1;
+      submit.pCommandBuffers = &commands_i;
+      context.check(vkQueueSubmit(context.queue(), 1, &submit, fences.back()->handle()),
+                    "submitting " + std::string(operation));
+      fences.back()->mark_submitted();
+      ++submitted;
+    }
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  const auto wait = [&](Fence& fence) {
+    try {
+      fence.wait(timeout, operation);
+    } catch (const DeviceError& e) {
+      if (e.result() == VK_TIMEOUT) context.mark_unusable(VK_TIMEOUT, "waiting for " + std::string(operation));
+      throw;
+    }
+  };
+  // A fence that never got its submission is simply returned by its destructor.
+  for (std::size_t i = 0; i < submitted; ++i) {
+    if (failure) {
+      if (!context.usable()) break;  // the destructors drain the device
+      try {
+        wait(*fences[i]);
+      } catch (...) {  // the first failure is the one reported
+      }
+      continue;
+    }
+    try {
+      wait(*fences[i]);
+      if (completed) completed(i);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace tg::vk

@@ -4,7 +4,9 @@
 #include <vulkan/vulkan.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string_view>
 
 #include "tensorgrad/vk/context.h"
@@ -61,6 +63,15 @@ class Fence {
 // Submits one recorded command buffer to the context's queue and waits for it. A timeout makes the
 // context unusable (the submission may still be running) and throws DeviceError with VK_TIMEOUT.
 void submit_and_wait(const std::shared_ptr<Context>& context, VkCommandBuffer commands, std::string_view operation,
+                     std::chrono::nanoseconds timeout = k_default_submit_timeout);
+
+// Submits `commands` to the context's queue in order, one submission (and fence) each, then waits
+// for them in order and calls `completed(i)` once the i-th is done, while the device runs the later
+// ones. Whatever fails first (a submission, a wait, `completed`) propagates after every submitted
+// buffer has completed (or the context became unusable), so nothing they use is freed early.
+// Timeouts as submit_and_wait.
+void submit_in_order(const std::shared_ptr<Context>& context, std::span<const VkCommandBuffer> commands,
+                     std::string_view operation, const std::function<void(std::size_t)>& completed,
                      std::chrono::nanoseconds timeout = k_default_submit_timeout);
 
 }  // namespace tg::vk

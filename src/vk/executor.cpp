@@ -49,6 +49,12 @@ namespace {
 // the interpreters store it).
 void write_words(const HostTensor& t, std::byte* dst) {
   const DType dtype = t.type.dtype;
+  // A value written into its staging range by the caller (Program::input_staging) is in place.
+  const bool device_storage = (dtype == DType::f32 && t.storage() == HostStorage::f32) ||
+                              (dtype == DType::i32 && t.storage() == HostStorage::i32) ||
+                              (dtype == DType::f16 && t.storage() == HostStorage::f16) ||
+                              (dtype == DType::bf16 && t.storage() == HostStorage::bf16);
+  if (device_storage && t.raw_data() == dst) return;
   if (is_low_precision(dtype)) {
     const bool as_is = (dtype == DType::f16 && t.storage() == HostStorage::f16) ||
                        (dtype == DType::bf16 && t.storage() == HostStorage::bf16);
@@ -163,7 +169,8 @@ struct Program::Impl {
                              unread_outputs,
                              constants,
                              options.timestamps,
-                             options.max_workgroups};
+                             options.max_workgroups,
+                             options.early_readback_bytes};
     recorded = record_program(ctx, request, stats);
     kept_outputs.resize(graph.outputs().size());
   }
@@ -234,6 +241,17 @@ struct Program::Impl {
     submit_and_wait(ctx, c, "copying inputs into graph '" + graph.name() + "'");
   }
 
+  std::span<std::byte> input_staging(std::string_view name) {
+    const auto id = graph.find_input(name);
+    if (!id || is_resident(name)) {
+      throw RuntimeError("Vulkan program '" + graph.name() + "': '" + std::string(name) +
+                         "' is not an input uploaded on each run");
+    }
+    const std::size_t i = static_cast<std::size_t>(graph.input_of_value(*id) - graph.inputs().data());
+    const std::size_t bytes = graph.type(*id).size() > 0 ? device_value_bytes(graph.type(*id)) : 0;
+    return {recorded.staged(recorded.staging_in, recorded.in_staged[i]), bytes};
+  }
+
   HostTensor read_input(std::string_view name) const {
     const auto id = graph.find_input(name);
     if (!id || !is_resident(name)) {
@@ -263,7 +281,7 @@ struct Program::Impl {
     return download_value(it->second, recorded.slots[*last_run_parity][static_cast<std::size_t>(it->second)]);
   }
 
-  TensorMap run(const TensorMap& inputs, bool commit) {
+  TensorMap run(const TensorMap& inputs, bool commit, const OutputSink& sink) {
     uncommitted = false;
     last_run_parity.reset();  // a run that throws leaves the device outputs undefined
     ctx->require_usable("running graph '" + graph.name() + "'");
@@ -281,7 +299,20 @@ struct Program::Impl {
         write_words(it->second, recorded.staged(recorded.staging_in, recorded.in_staged[i]));
       }
     }
-    submit_and_wait(ctx, recorded.commands[parity]->handle(), "running graph '" + graph.name() + "'");
+    TensorMap out;
+    const auto read_output_now = [&](std::size_t i) {
+      const GraphOutput& o = graph.outputs()[i];
+      HostTensor value = read_words(graph.type(o.value), recorded.staged(recorded.staging_out, recorded.out_staged[i]),
+                                    &kept_outputs[i]);
+      if (sink) sink(o.name, value);
+      out.insert_or_assign(o.name, std::move(value));
+    };
+    // Each segment's outputs are read (and handed to the sink) as soon as it completes.
+    std::vector<VkCommandBuffer> segments;
+    for (const auto& commands : recorded.commands[parity]) segments.push_back(commands->handle());
+    submit_in_order(ctx, segments, "running graph '" + graph.name() + "'", [&](std::size_t segment) {
+      for (const std::size_t i : recorded.segment_outputs[segment]) read_output_now(i);
+    });
     if (options.timestamps) timestamps_us = read_timestamps(recorded, *ctx);
     check_indices();
     last_run_parity = parity;
@@ -290,13 +321,10 @@ struct Program::Impl {
     } else {
       uncommitted = !writeback_sources.empty();
     }
-
-    TensorMap out;
+    // Empty outputs have no readback in any segment.
     for (std::size_t i = 0; i < graph.outputs().size(); ++i) {
       const GraphOutput& o = graph.outputs()[i];
-      if (unread_outputs.contains(o.value)) continue;
-      out[o.name] = read_words(graph.type(o.value), recorded.staged(recorded.staging_out, recorded.out_staged[i]),
-                               &kept_outputs[i]);
+      if (!unread_outputs.contains(o.value) && graph.type(o.value).size() == 0) read_output_now(i);
     }
     return out;
   }
@@ -392,8 +420,8 @@ Program::Program(Program&&) noexcept = default;
 Program& Program::operator=(Program&&) noexcept = default;
 Program::~Program() = default;
 
-TensorMap Program::run(const TensorMap& inputs, bool commit_writebacks) {
-  return impl_->run(inputs, commit_writebacks);
+TensorMap Program::run(const TensorMap& inputs, bool commit_writebacks, const OutputSink& sink) {
+  return impl_->run(inputs, commit_writebacks, sink);
 }
 void Program::commit() { impl_->commit(); }
 void Program::write_input(std::string_view name, const HostTensor& value) { impl_->write_input(name, value); }
@@ -402,6 +430,7 @@ void Program::copy_inputs_from(const Program& source, const std::vector<std::str
   impl_->copy_inputs_from(*source.impl_, names);
 }
 HostTensor Program::read_output(std::string_view name) const { return impl_->read_output(name); }
+std::span<std::byte> Program::input_staging(std::string_view name) { return impl_->input_staging(name); }
 bool Program::is_resident(std::string_view name) const { return impl_->is_resident(name); }
 std::vector<std::string> Program::check_guards() const { return impl_->check_guards(); }
 std::vector<DispatchTiming> Program::timings() const { return impl_->timings(); }

@@ -23,6 +23,11 @@ struct Range {
   bool overlaps(const Range& o) const { return block == o.block && begin < o.end && o.begin < end; }
 };
 
+// Nodes [begin, end), in node order.
+struct NodeRange {
+  std::size_t begin = 0, end = 0;
+};
+
 // vkCmdCopyBuffer per block pair: `copies` holds (src block, dst block, region); staging buffers
 // are passed as the only "block" of their side.
 void copy_regions(VkCommandBuffer c, const std::vector<const Buffer*>& from, const std::vector<const Buffer*>& to,
@@ -96,6 +101,84 @@ const LaunchPath& grid_path(const std::string& shader, bool strided) {
   return strided ? *paths.second : *paths.first;
 }
 
+// The value ranges a launch writes (its last `writes` bindings), scratch excluded.
+template <class Visit>
+void for_each_write(const KernelLaunch& launch, const std::vector<ValueSlot>& slots, Visit visit) {
+  for (const KernelLaunch* step : launch_steps(launch)) {
+    if (step->items == 0) continue;
+    for (std::size_t b = step->bindings.size() - std::min<std::size_t>(step->writes, step->bindings.size());
+         b < step->bindings.size(); ++b) {
+      if (step->bindings[b] == kScratch) continue;
+      const ValueSlot& s = slots[static_cast<std::size_t>(step->bindings[b])];
+      visit(Range{s.block, s.offset, s.offset + s.bytes});
+    }
+  }
+}
+
+// Where the replay is cut for early readback. An output is final after the last replayed launch
+// that writes any of its bytes (its producer, or a fused dispatch recorded at a later node; never
+// anything after, since an output's range is held to the end of the run), in either recording;
+// outputs no launch writes (inputs, constants) are final from the start. Each segment ends at the
+// first node where at least `bytes` of outputs have become final since the previous cut.
+struct Segments {
+  std::vector<NodeRange> nodes;
+  std::vector<std::vector<std::size_t>> outputs;  // graph output indices read back after each segment
+};
+
+Segments plan_segments(const RecordingRequest& request, const std::array<std::vector<ValueSlot>, 2>& slots,
+                       std::size_t parities) {
+  const Graph& graph = request.graph;
+  const std::size_t node_count = request.launches.size();
+  std::vector<std::size_t> read_back;  // graph output indices
+  for (std::size_t i = 0; i < graph.outputs().size(); ++i) {
+    const ValueId v = graph.outputs()[i].value;
+    if (!request.unread_outputs.contains(v) && graph.type(v).size() > 0) read_back.push_back(i);
+  }
+  // Per read-back output: one past the node after which it is final (0: final from the start).
+  std::vector<std::size_t> final_after(read_back.size(), 0);
+  if (request.early_readback_bytes > 0) {
+    for (std::size_t n = 0; n < node_count; ++n) {
+      if (request.launches[n].items == 0 || request.constants[n]) continue;
+      for (std::size_t p = 0; p < parities; ++p) {
+        for_each_write(request.launches[n], slots[p], [&](const Range& written) {
+          for (std::size_t o = 0; o < read_back.size(); ++o) {
+            const ValueSlot& s = slots[p][static_cast<std::size_t>(graph.outputs()[read_back[o]].value)];
+            if (written.overlaps(Range{s.block, s.offset, s.offset + s.bytes})) final_after[o] = n + 1;
+          }
+        });
+      }
+    }
+  }
+  Segments out;
+  std::vector<std::size_t> cuts{0};
+  if (request.early_readback_bytes > 0) {
+    std::vector<std::uint64_t> bytes_final_at(node_count + 1, 0);
+    for (std::size_t o = 0; o < read_back.size(); ++o) {
+      bytes_final_at[final_after[o]] += slots[0][static_cast<std::size_t>(graph.outputs()[read_back[o]].value)].bytes;
+    }
+    std::uint64_t pending = bytes_final_at[0];
+    for (std::size_t end = 1; end < node_count; ++end) {
+      pending += bytes_final_at[end];
+      if (pending >= request.early_readback_bytes) {
+        cuts.push_back(end);
+        pending = 0;
+      }
+    }
+  }
+  for (std::size_t s = 0; s < cuts.size(); ++s) {
+    out.nodes.push_back({cuts[s], s + 1 < cuts.size() ? cuts[s + 1] : node_count});
+  }
+  out.outputs.resize(cuts.size());
+  for (std::size_t o = 0; o < read_back.size(); ++o) {
+    // The segment whose node range holds the last write (segment 0 for outputs final from the start).
+    const std::size_t at = final_after[o] == 0 ? 0 : final_after[o] - 1;
+    std::size_t s = 0;
+    while (s + 1 < out.nodes.size() && out.nodes[s + 1].begin <= at) ++s;
+    out.outputs[s].push_back(read_back[o]);
+  }
+  return out;
+}
+
 }  // namespace
 
 TimestampPool::TimestampPool(std::shared_ptr<Context> context, std::uint32_t count)
@@ -113,18 +196,18 @@ TimestampPool::~TimestampPool() {
   }
 }
 
-// Records the dispatches of every node (constants = false: those not precomputed) or of the
-// precomputed constant nodes only (constants = true: the one-time recording, no timestamps), with a
-// barrier wherever a dispatch touches a range an earlier one wrote, or writes one it read.
+// Records the dispatches of the nodes in `nodes` (constants = false: those not precomputed) or of
+// the precomputed constant nodes only (constants = true: the one-time recording, no timestamps),
+// with a barrier wherever a dispatch touches a range an earlier one wrote, or writes one it read.
+// `dispatches` counts the recorded dispatches on (it numbers their timestamp queries).
 void record_dispatches(VkCommandBuffer c, RecordedProgram& r, const RecordingRequest& request,
                        const std::vector<ValueSlot>& slots, const std::vector<std::uint64_t>& status_offsets,
-                       ProgramStats* stats, bool constants) {
+                       ProgramStats* stats, bool constants, NodeRange nodes, std::size_t& dispatches) {
   const DeviceInfo& info = r.blocks.front().context()->info();
   const bool timestamps = r.timestamps && !constants;
-  std::size_t dispatches = 0;
   // Ranges written and read by dispatches since the last barrier.
   std::vector<Range> written, read;
-  for (std::size_t n = 0; n < request.launches.size(); ++n) {
+  for (std::size_t n = nodes.begin; n < nodes.end; ++n) {
     if (request.launches[n].items == 0 || request.constants[n] != constants) continue;
     for (const KernelLaunch* step : launch_steps(request.launches[n])) {
       const KernelLaunch& l = *step;
@@ -186,59 +269,72 @@ void record_dispatches(VkCommandBuffer c, RecordedProgram& r, const RecordingReq
   }
 }
 
-// Records one replayable command buffer over `slots` (the plan's, or with every writeback pair
-// swapped). Counts dispatches and barriers into `stats` when given.
-std::unique_ptr<CommandBuffer> record_commands(RecordedProgram& r, const RecordingRequest& request,
-                                               const std::vector<ValueSlot>& slots,
-                                               const std::vector<std::uint64_t>& status_offsets, ProgramStats* stats) {
+// Records the replayable command buffers of one recording over `slots` (the plan's, or with every
+// writeback pair swapped): one per segment. Counts dispatches and barriers into `stats` when given.
+std::vector<std::unique_ptr<CommandBuffer>> record_commands(RecordedProgram& r, const RecordingRequest& request,
+                                                            const std::vector<ValueSlot>& slots,
+                                                            const std::vector<std::uint64_t>& status_offsets,
+                                                            const Segments& segments, ProgramStats* stats) {
   const Graph& graph = request.graph;
-  auto commands = std::make_unique<CommandBuffer>(r.blocks.front().context());
-  commands->begin(/*one_time=*/false);
-  VkCommandBuffer c = commands->handle();
-  // Order this replay's transfers and dispatches after everything the previous replay did (its
-  // dispatches, writebacks and readback).
-  memory_barrier(c, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                 VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
-                 VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                 VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_SHADER_READ_BIT |
-                     VK_ACCESS_SHADER_WRITE_BIT);
-  if (r.timestamps) vkCmdResetQueryPool(c, r.timestamps->handle(), 0, r.timestamps->count());
   const std::vector<const Buffer*> blocks = pointers(r.blocks);
-  std::vector<std::tuple<std::uint32_t, std::uint32_t, VkBufferCopy>> copies;
-  for (std::size_t i = 0; i < graph.inputs().size(); ++i) {
-    const ValueSlot& s = slots[static_cast<std::size_t>(graph.inputs()[i].value)];
-    if (!request.resident[i] && graph.type(graph.inputs()[i].value).size() > 0) {
-      copies.emplace_back(r.in_staged[i].buffer, s.block, VkBufferCopy{r.in_staged[i].offset, s.offset, s.bytes});
+  std::vector<std::unique_ptr<CommandBuffer>> out;
+  std::size_t dispatches = 0;
+  for (std::size_t segment = 0; segment < segments.nodes.size(); ++segment) {
+    auto commands = std::make_unique<CommandBuffer>(r.blocks.front().context());
+    commands->begin(/*one_time=*/false);
+    VkCommandBuffer c = commands->handle();
+    std::vector<std::tuple<std::uint32_t, std::uint32_t, VkBufferCopy>> copies;
+    if (segment == 0) {
+      // Order this replay's transfers and dispatches after everything the previous replay did (its
+      // dispatches, writebacks and readback).
+      memory_barrier(c, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                     VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                     VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                     VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_SHADER_READ_BIT |
+                         VK_ACCESS_SHADER_WRITE_BIT);
+      if (r.timestamps) vkCmdResetQueryPool(c, r.timestamps->handle(), 0, r.timestamps->count());
+      for (std::size_t i = 0; i < graph.inputs().size(); ++i) {
+        const ValueSlot& s = slots[static_cast<std::size_t>(graph.inputs()[i].value)];
+        if (!request.resident[i] && graph.type(graph.inputs()[i].value).size() > 0) {
+          copies.emplace_back(r.in_staged[i].buffer, s.block, VkBufferCopy{r.in_staged[i].offset, s.offset, s.bytes});
+        }
+      }
+      copy_regions(c, pointers(r.staging_in), blocks, std::move(copies));
+      if (!r.checks.empty()) vkCmdFillBuffer(c, r.status.handle(), 0, VK_WHOLE_SIZE, k_no_bad_element);
+      memory_barrier(c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    } else {
+      // The hazard tracking starts afresh in each segment: everything before is ordered first. (A
+      // barrier's first scope takes in the earlier submissions on the queue.)
+      record_compute_barrier(c);
+      if (stats) ++stats->barriers;
     }
-  }
-  copy_regions(c, pointers(r.staging_in), blocks, std::move(copies));
-  if (!r.checks.empty()) vkCmdFillBuffer(c, r.status.handle(), 0, VK_WHOLE_SIZE, k_no_bad_element);
-  memory_barrier(c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 
-  record_dispatches(c, r, request, slots, status_offsets, stats, /*constants=*/false);
+    record_dispatches(c, r, request, slots, status_offsets, stats, /*constants=*/false, segments.nodes[segment],
+                      dispatches);
 
-  memory_barrier(c, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                 VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                 VK_ACCESS_TRANSFER_READ_BIT);
-  copies.clear();
-  for (std::size_t i = 0; i < graph.outputs().size(); ++i) {
-    const ValueId v = graph.outputs()[i].value;
-    const ValueSlot& s = slots[static_cast<std::size_t>(v)];
-    if (!request.unread_outputs.contains(v) && graph.type(v).size() > 0) {
+    memory_barrier(c, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                   VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                   VK_ACCESS_TRANSFER_READ_BIT);
+    copies.clear();
+    for (const std::size_t i : segments.outputs[segment]) {
+      const ValueSlot& s = slots[static_cast<std::size_t>(graph.outputs()[i].value)];
       copies.emplace_back(s.block, r.out_staged[i].buffer, VkBufferCopy{s.offset, r.out_staged[i].offset, s.bytes});
     }
+    copy_regions(c, blocks, pointers(r.staging_out), std::move(copies));
+    if (segment + 1 == segments.nodes.size()) {
+      copies.clear();
+      for (const RecordedCheck& check : r.checks) {
+        copies.emplace_back(0, check.readback.buffer, VkBufferCopy{check.status_offset, check.readback.offset, 4});
+      }
+      copy_regions(c, {&r.status}, pointers(r.staging_out), std::move(copies));
+    }
+    memory_barrier(c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                   VK_ACCESS_HOST_READ_BIT);
+    commands->end();
+    out.push_back(std::move(commands));
   }
-  copy_regions(c, blocks, pointers(r.staging_out), std::move(copies));
-  copies.clear();
-  for (const RecordedCheck& check : r.checks) {
-    copies.emplace_back(0, check.readback.buffer, VkBufferCopy{check.status_offset, check.readback.offset, 4});
-  }
-  copy_regions(c, {&r.status}, pointers(r.staging_out), std::move(copies));
-  memory_barrier(c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-                 VK_ACCESS_HOST_READ_BIT);
-  commands->end();
-  return commands;
+  return out;
 }
 
 RecordedProgram record_program(const std::shared_ptr<Context>& ctx, const RecordingRequest& request,
@@ -328,21 +424,28 @@ RecordedProgram record_program(const std::shared_ptr<Context>& ctx, const Record
   if (sets > 0) r.pool = std::make_unique<DescriptorPool>(ctx, sets * parities, total_bindings * parities);
   if (request.timestamps) r.timestamps = std::make_unique<TimestampPool>(ctx, 2 * sets);
   for (std::size_t parity = 0; parity < parities; ++parity) {
-    std::vector<ValueSlot> slots = plan.slots;
+    r.slots[parity] = plan.slots;
     if (parity == 1) {
       for (const auto& [from, to] : request.writebacks) {
-        std::swap(slots[static_cast<std::size_t>(from)], slots[static_cast<std::size_t>(to)]);
+        std::swap(r.slots[1][static_cast<std::size_t>(from)], r.slots[1][static_cast<std::size_t>(to)]);
       }
     }
-    r.slots[parity] = slots;
-    r.commands[parity] = record_commands(r, request, slots, status_offsets, parity == 0 ? &stats : nullptr);
+  }
+  const Segments segments = plan_segments(request, r.slots, parities);
+  r.segment_outputs = segments.outputs;
+  stats.segments = segments.nodes.size();
+  for (std::size_t parity = 0; parity < parities; ++parity) {
+    r.commands[parity] =
+        record_commands(r, request, r.slots[parity], status_offsets, segments, parity == 0 ? &stats : nullptr);
   }
   // Constants are computed once, here: their values own their ranges for the whole program (the
   // plan's whole_program), and every replay's first barrier orders these writes before its reads.
   if (std::find(request.constants.begin(), request.constants.end(), true) != request.constants.end()) {
     CommandBuffer once(ctx);
     once.begin(/*one_time=*/true);
-    record_dispatches(once.handle(), r, request, r.slots[0], status_offsets, nullptr, /*constants=*/true);
+    std::size_t dispatches = 0;
+    record_dispatches(once.handle(), r, request, r.slots[0], status_offsets, nullptr, /*constants=*/true,
+                      NodeRange{0, request.launches.size()}, dispatches);
     once.end();
     submit_and_wait(ctx, once.handle(), "computing the constants of graph '" + graph.name() + "'");
   }

@@ -76,7 +76,11 @@ struct RecordedProgram {
   // inputs. A run that is not committed leaves parity alone: the params are as they were.
   // Without writebacks only recording 0 exists.
   std::array<std::vector<ValueSlot>, 2> slots;
-  std::array<std::unique_ptr<CommandBuffer>, 2> commands;
+  // Each recording is one command buffer per segment (RecordingRequest::early_readback_bytes; one
+  // segment when it is 0), submitted together; segment s reads back the graph outputs listed in
+  // segment_outputs[s] at its end, the last segment also the index-check status words.
+  std::array<std::vector<std::unique_ptr<CommandBuffer>>, 2> commands;
+  std::vector<std::vector<std::size_t>> segment_outputs;
 };
 
 struct RecordingRequest {
@@ -91,6 +95,9 @@ struct RecordingRequest {
   const std::vector<bool>& constants;
   bool timestamps = false;
   std::uint32_t max_workgroups = 0;  // ProgramOptions::max_workgroups
+  // ProgramOptions::early_readback_bytes: the replay is cut after the node where at least this many
+  // bytes of read-back outputs have had their last write since the previous cut. 0: one segment.
+  std::uint64_t early_readback_bytes = 0;
 };
 
 // Allocates what the program needs and records the command buffer. Fills stats' dispatch and

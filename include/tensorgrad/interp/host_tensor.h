@@ -147,6 +147,9 @@ class HostTensor {
 
 using TensorMap = std::map<std::string, HostTensor, std::less<>>;
 
+// Receives a run's outputs one at a time, by name, as a backend has them (Session::run).
+using OutputSink = std::function<void(const std::string& name, const HostTensor& value)>;
+
 // The input checks every backend makes before a run: no unknown names, no missing input, each of
 // its graph type, i32 values integral and in range, bool values 0 or 1. Throws RuntimeError naming
 // the input, what was expected and what came.

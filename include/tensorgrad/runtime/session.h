@@ -14,6 +14,7 @@
 // and are serialised by the Training).
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -62,6 +63,9 @@ struct SessionOptions {
   int interp_threads = 0;
   // Vulkan: how f32 matmuls compute (vk::MatmulPrecision: ieee, split or fast).
   vk::MatmulPrecision matmul_precision = vk::MatmulPrecision::ieee;
+  // Vulkan: vk::ProgramOptions::early_readback_bytes (outputs read back in groups of about this
+  // many bytes as the graph produces them, each handed to run()'s sink at once). 0: after the run.
+  std::uint64_t vk_early_readback_bytes = 0;
 };
 
 // Why a run failed. kind: "input" (missing, unknown or misshapen input: the message names it, what
@@ -128,7 +132,16 @@ class Session {
   std::vector<std::string> unset_params() const;
 
   // Runs with the data inputs (params/state may be passed too: they are set first). Never throws.
-  RunResult run(const TensorMap& data);
+  // A sink receives each output as the backend has it (Vulkan with vk_early_readback_bytes: as its
+  // segment completes, while the device computes the rest; otherwise once the run is done, before
+  // the finiteness check), possibly for a run that then fails. What the sink throws fails the run
+  // ("runtime" for a tg::Error, else "internal").
+  RunResult run(const TensorMap& data, const OutputSink& sink = {});
+
+  // Vulkan: vk::Program::input_staging for data input `name` (write a value there, then run with a
+  // HostTensor viewing it, and the run copies nothing). Empty for the interpreters. Throws
+  // RuntimeError for a name that is no data input.
+  std::span<std::byte> input_staging(std::string_view name);
 
   const Graph& graph() const;
   Backend backend() const;

@@ -7,6 +7,7 @@
 // run() replays it: write staging, submit, wait, read.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,6 +86,12 @@ struct ProgramOptions {
   // f32 matmuls: ieee (fp32 multiply-adds), split (fp32-accurate on the matrix units) or fast
   // (TF32-like); see MatmulPrecision.
   MatmulPrecision matmul_precision = MatmulPrecision::ieee;
+  // Early readback: the run is submitted as segments, cut in node order after at least this many
+  // bytes of read-back outputs are final, and each segment's outputs are read back and handed to
+  // run()'s sink as soon as it completes, while the device computes the later segments (a
+  // data-parallel step reduces its first gradients during the rest of its backward). 0: one
+  // submission, outputs read after all of it. Same values either way.
+  std::uint64_t early_readback_bytes = 0;
 };
 
 // One dispatch's device time in the last run (ProgramOptions::timestamps).
@@ -107,6 +114,7 @@ struct ProgramStats {
   // need less, so device_bytes / peak_live_bytes is what fragmentation and block ends cost.
   std::uint64_t peak_live_bytes = 0;
   std::size_t staging_buffers = 0;  // host-visible upload and readback buffers
+  std::size_t segments = 1;         // submissions per run (ProgramOptions::early_readback_bytes)
   // Distinct pipelines the program uses: compiled for it, or found in the Context, which keeps
   // those earlier programs compiled (Context::pipeline, pipeline_stats()).
   std::size_t pipelines_created = 0;
@@ -132,7 +140,12 @@ class Program {
   // recordings use in swapped roles, and a committed run flips which recording replays next. With
   // commit_writebacks = false the run's writebacks wait for commit(); a run that throws, or one never
   // committed, leaves params and state as they were.
-  TensorMap run(const TensorMap& inputs, bool commit_writebacks = true);
+  // With a sink, each output is also handed to it once read back: with early readback as soon as
+  // its segment completes (on the calling thread, while the device runs the later segments),
+  // otherwise after the whole run. An output handed over is final, but the run may still fail
+  // after it (a later index check, a lost device). What the sink throws ends the run (after the
+  // submitted segments completed) and propagates.
+  TensorMap run(const TensorMap& inputs, bool commit_writebacks = true, const OutputSink& sink = {});
   // Accepts the writebacks of the last run made with commit_writebacks = false; throws tg::Error if
   // there is none (or it was committed already, or another run came after it).
   void commit();
@@ -148,6 +161,12 @@ class Program {
   // The last run's value of a device output (ProgramOptions::device_outputs); throws tg::Error for
   // any other name, or before the first run.
   HostTensor read_output(std::string_view name) const;
+  // The host-visible memory non-resident input `name` is uploaded from at the start of each run
+  // (its device words: f32 as float). A caller may write the value there itself, as soon as it has
+  // it, and pass run() a HostTensor viewing exactly this memory: run() then makes no copy (a
+  // data-parallel step writes each bucket's sums there while the backward still runs). Throws
+  // tg::Error for an unknown or resident input. Valid as long as the program.
+  std::span<std::byte> input_staging(std::string_view name);
   bool is_resident(std::string_view name) const;
 
   // After a run: one line per value whose guard region no longer holds the sentinel, naming the
