@@ -5,7 +5,10 @@
 // and the scaling efficiency at R ranks is time(plain) / time(R ranks) against the best one-device
 // step, time(1 rank) / time(R ranks) against the data-parallel step on one device.
 //   dp/vulkan/<W>/plain     no communicator: the single-process step
-//   dp/vulkan/<W>/ranks:R   R ranks on devices 0 .. R-1 (skipped when the machine has fewer)
+//   dp/vulkan/<W>/ranks:R   R ranks on devices 0 .. R-1 (skipped when the machine has fewer), the
+//                           gradients summed in buckets during the backward (the default)
+//   dp/vulkan/<W>/ranks:R/one_sum   the same with one sum after the backward (reduce_bucket_bytes 0)
+//   dp/vulkan/<W>/ranks:R/bucket_mb:N   buckets of N MiB, for each N in TG_DP_BUCKETS_MB ("8,16")
 // W6 runs only with TG_BENCH_W6=1; batches: W2 32, W6 TG_W6_BATCH (default 8) per rank;
 // TG_DP_PRECISION=bf16 runs the steps in bf16 (default f32); TG_DP_STEPS timed steps (default 10)
 // after at least a second of untimed ones (3 or more). bench/pytorch_ddp.py times PyTorch DDP
@@ -16,6 +19,7 @@
 #include <barrier>
 #include <chrono>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,12 +50,13 @@ struct Rank {
   TensorMap batch;
 };
 
-std::unique_ptr<Rank> make_rank(const Workload& w, int device, std::shared_ptr<Communicator> comm) {
+std::unique_ptr<Rank> make_rank(const Workload& w, int device, std::shared_ptr<Communicator> comm,
+                                std::uint64_t bucket_bytes) {
   auto r = std::make_unique<Rank>();
   r->ctx = vk::Context::create({.device = std::to_string(device)});
   r->model = std::make_unique<examples::CharTransformer>(w.config);
   r->training.emplace(bench::compile_transformer(*r->model, w.batch, Backend::vulkan, r->ctx, 2,
-                                                 {.compute = precision_from_env()}, std::move(comm)));
+                                                 {.compute = precision_from_env()}, std::move(comm), bucket_bytes));
   r->batch = bench::transformer_batch(w.config, w.batch, static_cast<std::uint32_t>(2 + device));
   return r;
 }
@@ -61,7 +66,7 @@ void step_or_throw(Rank& r) {
   if (!result.ok()) throw Error(result.failure().kind + ": " + result.failure().message);
 }
 
-void run_case(benchmark::State& state, const Workload& w, int ranks) {
+void run_case(benchmark::State& state, const Workload& w, int ranks, std::uint64_t bucket_bytes) {
   try {
     const int devices = static_cast<int>(vk::list_devices().size());
     if (ranks > devices) {
@@ -80,7 +85,7 @@ void run_case(benchmark::State& state, const Workload& w, int ranks) {
       for (std::size_t r = 0; r < group.size(); ++r) {
         compiling.emplace_back([&, r] {
           try {
-            all[r] = make_rank(w, static_cast<int>(r), group[r]);
+            all[r] = make_rank(w, static_cast<int>(r), group[r], bucket_bytes);
           } catch (const std::exception& e) {
             errors[r] = e.what();
           }
@@ -138,12 +143,25 @@ void register_all() {
   if (w6 && std::string(w6) == "1") workloads.push_back({"W6", examples::kW6Config, bench::w6_batch()});
   const auto steps = bench::env_count("TG_DP_STEPS", 10);
   for (const Workload& w : workloads) {
+    // TG_DP_BUCKETS_MB="8,16": cases of those bucket sizes too (ranks:R/bucket_mb:N).
+    std::vector<std::uint64_t> sizes = {kDefaultReduceBucketBytes, 0};
+    if (const char* env = std::getenv("TG_DP_BUCKETS_MB")) {
+      std::stringstream list(env);
+      for (std::string mb; std::getline(list, mb, ',');) sizes.push_back(std::stoull(mb) << 20);
+    }
     for (const int ranks : {0, 1, 2, 4}) {
-      const std::string name = "dp/vulkan/" + w.name + (ranks == 0 ? "/plain" : "/ranks:" + std::to_string(ranks));
-      benchmark::RegisterBenchmark(name.c_str(), [w, ranks](benchmark::State& s) { run_case(s, w, ranks); })
-          ->Iterations(steps)
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond);
+      for (const std::uint64_t bucket_bytes : sizes) {
+        if (ranks == 0 && bucket_bytes != kDefaultReduceBucketBytes) continue;
+        const bool other = bucket_bytes != kDefaultReduceBucketBytes && bucket_bytes != 0;
+        const std::string name = "dp/vulkan/" + w.name + (ranks == 0 ? "/plain" : "/ranks:" + std::to_string(ranks)) +
+                                 (bucket_bytes == 0 ? "/one_sum" : "") +
+                                 (other ? "/bucket_mb:" + std::to_string(bucket_bytes >> 20) : "");
+        benchmark::RegisterBenchmark(
+            name.c_str(), [w, ranks, bucket_bytes](benchmark::State& s) { run_case(s, w, ranks, bucket_bytes); })
+            ->Iterations(steps)
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+      }
     }
   }
 }

@@ -129,7 +129,7 @@ if [ "$what" = dp ]; then
     --steps "$TG_DP_STEPS" --out "$out/dp_torch.json"
   echo "== data-parallel tests on the GPU"
   TG_VK_VALIDATION=0 timeout "$(left 60)" "$build/tests/tg_vk_tests" \
-    --gtest_filter='VkTest.DataParallel*:VkTest.SessionCopiesParamsOnTheDevice' | tail -4
+    --gtest_filter='VkTest.DataParallel*:VkTest.SessionCopiesParamsOnTheDevice:VkTest.EarlyReadback*' | tail -4
   echo "dp: $SECONDS s"
   exit 0
 fi

@@ -32,7 +32,8 @@ inline vk::MatmulPrecision matmul_precision_from_env() {
 inline Training compile_transformer(const examples::CharTransformer& model, std::int64_t batch, Backend backend,
                                     std::shared_ptr<vk::Context> ctx, std::uint64_t seed = 2,
                                     PrecisionPolicy precision = {},
-                                    std::shared_ptr<Communicator> communicator = nullptr) {
+                                    std::shared_ptr<Communicator> communicator = nullptr,
+                                    std::uint64_t reduce_bucket_bytes = kDefaultReduceBucketBytes) {
   const std::int64_t T = model.config.context;
   TrainingSpec<examples::CharTransformer> spec{
       .model = model,
@@ -46,6 +47,7 @@ inline Training compile_transformer(const examples::CharTransformer& model, std:
       .precision = precision};
   spec.matmul_precision = matmul_precision_from_env();
   spec.communicator = std::move(communicator);  // data parallel (bench/dp_bench.cpp)
+  spec.reduce_bucket_bytes = reduce_bucket_bytes;
   return compile(std::move(spec));
 }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -293,9 +294,39 @@ RunResult data_parallel_step(TrainingCore& core, std::optional<RunFailure> early
       broadcast_from_rank0(core);
       core.broadcast_changes = core.local_changes;
     }
-    // 2. This rank's forward and backward.
+    // 2. This rank's forward and backward, and the sums over the ranks (rank order, bucket by
+    //    bucket) of what it hands over, taken while the rest of the backward runs. Every rank
+    //    takes part in every bucket's sum whatever becomes of its run, so the collectives stay in
+    //    step; the verdicts after it decide whether the sums are used.
     sync_grad_session(core);
-    const RunResult grads = c.grad_session->run(grad_feed);
+    if (!c.reduce_layout) {
+      c.reduce_layout = ReduceLayout::of(c.grad_session->graph(), reduced_outputs(c.grad_session->graph()),
+                                         core.spec.reduce_bucket_bytes);
+      for (const auto& [name, slot] : c.reduce_layout->slots) {
+        c.reduce_staging[name] = c.session->input_staging(reduced_input(name));
+      }
+    }
+    // Each bucket's sums go on into the update's staging memory as soon as they are taken (on
+    // Vulkan, while the backward still runs), so the update's run copies nothing on the host.
+    const auto to_staging = [&](std::size_t bucket) {
+      for (const auto& [name, slot] : c.reduce_layout->slots) {
+        const std::span<std::byte> to = c.reduce_staging.at(name);
+        if (slot.bucket != bucket || to.size() != slot.size * sizeof(float)) continue;
+        interp::parallel_copy(to.data(), c.reduce_buffer.data() + slot.offset, to.size());
+      }
+    };
+    BucketedReduction reduction(*c.reduce_layout, c.reduce_buffer, comm, to_staging);
+    std::exception_ptr transport_failure;
+    const RunResult grads = c.grad_session->run(grad_feed, [&](const std::string& name, const HostTensor& value) {
+      try {
+        reduction.deliver(name, value);
+      } catch (...) {
+        transport_failure = std::current_exception();
+        throw;
+      }
+    });
+    if (transport_failure) std::rethrow_exception(transport_failure);
+    reduction.finish();
     std::optional<RunFailure> mine;
     if (!grads.ok()) {
       mine = grads.failure();
@@ -305,33 +336,15 @@ RunResult data_parallel_step(TrainingCore& core, std::optional<RunFailure> early
     if (auto failed = agree(gather_verdicts(comm, mine), number, "forward and backward")) {
       return RunResult::failed(*failed);
     }
-    // 3. The sums over the ranks, in rank order, into the update's inputs.
-    // One buffer, kept between steps (a fresh one of the model's size would cost its page faults
-    // every step), filled from the outputs' own storage and read by the update as views.
-    const std::vector<std::string> names = reduced_outputs(c.grad_session->graph());
-    std::size_t total = 0;
-    for (const std::string& name : names) total += grads.output(name).size();
-    std::vector<float>& sums = c.reduce_buffer;
-    sums.resize(total);
-    std::size_t at = 0;
-    for (const std::string& name : names) {
-      const HostTensor& value = grads.output(name);
-      if (value.storage() == HostStorage::f32) {
-        interp::parallel_copy(sums.data() + at, value.raw_data(), value.size() * sizeof(float));
-      } else {
-        const std::vector<float> converted = value.to_f32();
-        std::copy(converted.begin(), converted.end(), sums.begin() + static_cast<std::ptrdiff_t>(at));
-      }
-      at += value.size();
-    }
-    comm.sum_in_rank_order(sums);
-    at = 0;
-    for (const std::string& name : names) {
+    // 3. The sums, read by the update as views of its staging memory (already in place) or of the
+    //    reduction buffer.
+    for (const auto& [name, slot] : c.reduce_layout->slots) {
       const std::string input = reduced_input(name);
       const TensorType& type = c.session->graph().type(*c.session->graph().find_input(input));
-      const auto n = static_cast<std::size_t>(type.size());
-      update_feed.insert_or_assign(input, HostTensor::view(type.shape, std::span<const float>(sums.data() + at, n)));
-      at += n;
+      const std::span<std::byte> staged = c.reduce_staging.at(name);
+      const float* sums = staged.size() == slot.size * sizeof(float) ? reinterpret_cast<const float*>(staged.data())
+                                                                     : c.reduce_buffer.data() + slot.offset;
+      update_feed.insert_or_assign(input, HostTensor::view(type.shape, std::span<const float>(sums, slot.size)));
     }
     // 4. The same update everywhere. It fails alike on every rank (a sum that overflowed) or on
     //    one alone (a lost device): then the ranks differ, and the next step starts from rank 0's.

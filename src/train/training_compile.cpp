@@ -203,7 +203,8 @@ CompiledStep compile_step(const ErasedTrainingSpec& spec, const std::set<std::st
                                    .allow_nonfinite_params = true,  // copies of the update session's, checked there
                                    .interp_schedule = spec.interp_schedule,
                                    .interp_threads = spec.interp_threads,
-                                   .matmul_precision = spec.matmul_precision});
+                                   .matmul_precision = spec.matmul_precision,
+                                   .vk_early_readback_bytes = spec.reduce_bucket_bytes});
     with_grads = reduced_update_graph(with_grads, spec.communicator->size());
   }
   std::vector<ParamGrad> grads = param_grads(with_grads);

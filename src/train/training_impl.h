@@ -8,10 +8,12 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "bucketed_reduction.h"
 #include "tensorgrad/train/patch.h"
 #include "tensorgrad/train/training.h"
 
@@ -33,8 +35,13 @@ struct CompiledStep {
   std::unique_ptr<Session> grad_session;
   // (params_version, local_changes) when the grad session last copied them.
   std::optional<std::pair<std::uint64_t, std::uint64_t>> grad_synced;
-  // The sums the ranks reduce (loss, gradients, flag), one buffer reused by every step.
+  // The sums the ranks reduce (loss, gradients, flag), one buffer reused by every step, and where
+  // each output and bucket lies in it (made at the first data-parallel step).
   std::vector<float> reduce_buffer;
+  std::optional<ReduceLayout> reduce_layout;
+  // Per reduced output: the update session's staging memory for its sums (Session::input_staging;
+  // empty on the interpreters).
+  std::map<std::string, std::span<std::byte>, std::less<>> reduce_staging;
   bool uses_step_seed = false;
   // Dynamic loss scaling (PrecisionPolicy): its config when on. Its state inputs are among
   // state_inputs; reinit sets the scale to init_scale rather than 0.

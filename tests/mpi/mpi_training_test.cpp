@@ -38,7 +38,8 @@ TensorMap batch(int step, std::int64_t first, std::int64_t rows) {
 }
 
 Training compile_classifier(const Classifier& model, Backend backend, std::int64_t rows, int micro_batches,
-                            std::shared_ptr<Communicator> comm) {
+                            std::shared_ptr<Communicator> comm,
+                            std::uint64_t reduce_bucket_bytes = kDefaultReduceBucketBytes) {
   return compile(TrainingSpec<Classifier>{.model = model,
                                           .loss = classifier_loss,
                                           .inputs = {{"x", {{rows, kIn}}}, {"label", {{rows}, DType::i32}}},
@@ -49,7 +50,8 @@ Training compile_classifier(const Classifier& model, Backend backend, std::int64
                                           .interp_threads = 1,  // ranks x threads near the cores
                                           .micro_batches = micro_batches,
                                           .communicator = std::move(comm),
-                                          .params_check_interval = 1});
+                                          .params_check_interval = 1,
+                                          .reduce_bucket_bytes = reduce_bucket_bytes});
 }
 
 std::vector<float> flat(const ParamValues& params) {
@@ -66,13 +68,14 @@ bool same_on_every_rank(Communicator& comm, const std::vector<float>& values) {
   return true;
 }
 
-// One rank's steps against one process accumulating every rank's micro-batch in rank order.
+// One rank's steps against one process accumulating every rank's micro-batch in rank order. The
+// gradients are summed in buckets of 64 bytes (several per step; on Vulkan during the backward).
 void train_and_compare(Backend backend, bool bits) {
   const auto comm = distributed::MpiCommunicator::world();
   const int ranks = comm->size();
   const Classifier reference_model, model;
   Training reference = compile_classifier(reference_model, backend, kRowsPerRank * ranks, ranks, nullptr);
-  Training train = compile_classifier(model, backend, kRowsPerRank, 1, comm);
+  Training train = compile_classifier(model, backend, kRowsPerRank, 1, comm, /*reduce_bucket_bytes=*/64);
   for (int step = 0; step < 3; ++step) {
     const StepResult expected = reference.step(batch(step, 0, kRowsPerRank * ranks));
     const StepResult got = train.step(batch(step, comm->rank() * kRowsPerRank, kRowsPerRank));

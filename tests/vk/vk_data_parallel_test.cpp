@@ -38,7 +38,8 @@ TensorMap rows_of(int step, std::int64_t first, std::int64_t rows) {
 }
 
 Training compile_mlp(const Mlp& model, Backend backend, std::int64_t rows, int micro_batches,
-                     std::shared_ptr<Communicator> comm, std::shared_ptr<Context> ctx, int check_interval = 100) {
+                     std::shared_ptr<Communicator> comm, std::shared_ptr<Context> ctx, int check_interval = 100,
+                     std::uint64_t bucket_bytes = kDefaultReduceBucketBytes) {
   return compile(TrainingSpec<Mlp>{.model = model,
                                    .loss = mlp_loss,
                                    .inputs = {{"x", {{rows, 6}}}, {"label", {{rows}, DType::i32}}},
@@ -49,7 +50,8 @@ Training compile_mlp(const Mlp& model, Backend backend, std::int64_t rows, int m
                                    .vk_context = std::move(ctx),
                                    .micro_batches = micro_batches,
                                    .communicator = std::move(comm),
-                                   .params_check_interval = check_interval});
+                                   .params_check_interval = check_interval,
+                                   .reduce_bucket_bytes = bucket_bytes});
 }
 
 std::vector<float> flat(const ParamValues& params) {
@@ -86,6 +88,26 @@ TEST_F(VkTest, DataParallelRanksStayIdenticalAndFollowOneProcess) {
     const auto all = comm->all_gather(std::as_bytes(std::span(params)));
     for (const auto& other : all) EXPECT_EQ(other, all[0]) << "rank " << rank;
     for (std::size_t i = 0; i < params.size(); ++i) EXPECT_NEAR(params[i], expected[i], 1e-4) << i;
+  });
+  for (const auto& ctx : contexts) EXPECT_NO_VALIDATION_MESSAGES(ctx);
+}
+
+// Buckets of 64 bytes: the grad session reads back in segments and the ranks sum each gradient
+// while the rest of the backward runs, with the bits of one sum after the backward.
+TEST_F(VkTest, DataParallelSumsDuringTheBackwardGiveTheBitsOfOneSum) {
+  std::vector<std::shared_ptr<Context>> contexts = {make_context(), make_context()};
+  run_ranks(2, [&](int rank, std::shared_ptr<Communicator> comm) {
+    const auto ctx = contexts[static_cast<std::size_t>(rank)];
+    const Mlp a, b;
+    Training buckets = compile_mlp(a, Backend::vulkan, 24, 1, comm, ctx, /*check=*/1, /*bucket_bytes=*/64);
+    Training one_sum = compile_mlp(b, Backend::vulkan, 24, 1, comm, ctx, /*check=*/1, /*bucket_bytes=*/0);
+    for (int step = 0; step < 3; ++step) {
+      const StepResult r1 = buckets.step(rows_of(step, rank * 24, 24));
+      const StepResult r2 = one_sum.step(rows_of(step, rank * 24, 24));
+      ASSERT_TRUE(r1.ok() && r2.ok()) << (r1.ok() ? r2.failure().message : r1.failure().message);
+      EXPECT_EQ(r1.loss(), r2.loss()) << "rank " << rank << " step " << step;
+    }
+    EXPECT_EQ(flat(buckets.download_params()), flat(one_sum.download_params())) << "rank " << rank;
   });
   for (const auto& ctx : contexts) EXPECT_NO_VALIDATION_MESSAGES(ctx);
 }
