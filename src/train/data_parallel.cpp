@@ -303,7 +303,8 @@ RunResult data_parallel_step(TrainingCore& core, std::optional<RunFailure> early
       c.reduce_layout = ReduceLayout::of(c.grad_session->graph(), reduced_outputs(c.grad_session->graph()),
                                          core.spec.reduce_bucket_bytes);
       for (const auto& [name, slot] : c.reduce_layout->slots) {
-        c.reduce_staging[name] = c.session->input_staging(reduced_input(name));
+        const std::span<std::byte> staged = c.session->input_staging(reduced_input(name));
+        c.reduce_staging[name] = staged.size() == slot.size * sizeof(float) ? staged : std::span<std::byte>{};
       }
     }
     // Each bucket's sums go on into the update's staging memory as soon as they are taken (on
@@ -311,7 +312,7 @@ RunResult data_parallel_step(TrainingCore& core, std::optional<RunFailure> early
     const auto to_staging = [&](std::size_t bucket) {
       for (const auto& [name, slot] : c.reduce_layout->slots) {
         const std::span<std::byte> to = c.reduce_staging.at(name);
-        if (slot.bucket != bucket || to.size() != slot.size * sizeof(float)) continue;
+        if (slot.bucket != bucket || to.empty()) continue;
         interp::parallel_copy(to.data(), c.reduce_buffer.data() + slot.offset, to.size());
       }
     };
@@ -342,8 +343,8 @@ RunResult data_parallel_step(TrainingCore& core, std::optional<RunFailure> early
       const std::string input = reduced_input(name);
       const TensorType& type = c.session->graph().type(*c.session->graph().find_input(input));
       const std::span<std::byte> staged = c.reduce_staging.at(name);
-      const float* sums = staged.size() == slot.size * sizeof(float) ? reinterpret_cast<const float*>(staged.data())
-                                                                     : c.reduce_buffer.data() + slot.offset;
+      const float* sums =
+          staged.empty() ? c.reduce_buffer.data() + slot.offset : reinterpret_cast<const float*>(staged.data());
       update_feed.insert_or_assign(input, HostTensor::view(type.shape, std::span<const float>(sums, slot.size)));
     }
     // 4. The same update everywhere. It fails alike on every rank (a sum that overflowed) or on

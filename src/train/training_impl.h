@@ -40,7 +40,7 @@ struct CompiledStep {
   std::vector<float> reduce_buffer;
   std::optional<ReduceLayout> reduce_layout;
   // Per reduced output: the update session's staging memory for its sums (Session::input_staging;
-  // empty on the interpreters).
+  // empty on the interpreters and for empty outputs).
   std::map<std::string, std::span<std::byte>, std::less<>> reduce_staging;
   bool uses_step_seed = false;
   // Dynamic loss scaling (PrecisionPolicy): its config when on. Its state inputs are among

@@ -49,36 +49,22 @@ namespace {
 // the interpreters store it).
 void write_words(const HostTensor& t, std::byte* dst) {
   const DType dtype = t.type.dtype;
-  // A value written into its staging range by the caller (Program::input_staging) is in place.
-  const bool device_storage = (dtype == DType::f32 && t.storage() == HostStorage::f32) ||
-                              (dtype == DType::i32 && t.storage() == HostStorage::i32) ||
-                              (dtype == DType::f16 && t.storage() == HostStorage::f16) ||
-                              (dtype == DType::bf16 && t.storage() == HostStorage::bf16);
-  if (device_storage && t.raw_data() == dst) return;
-  if (is_low_precision(dtype)) {
-    const bool as_is = (dtype == DType::f16 && t.storage() == HostStorage::f16) ||
-                       (dtype == DType::bf16 && t.storage() == HostStorage::bf16);
-    if (as_is) {
-      interp::parallel_copy(dst, t.raw_data(), 2 * t.size());
-      return;
-    }
+  const bool low = is_low_precision(dtype);
+  const bool as_is = low ? (dtype == DType::f16 && t.storage() == HostStorage::f16) ||
+                               (dtype == DType::bf16 && t.storage() == HostStorage::bf16)
+                         : t.storage() == HostStorage::f32 || t.storage() == HostStorage::i32;
+  if (as_is) {
+    // Not at all when the caller wrote the value into its staging range (Program::input_staging).
+    if (t.raw_data() != dst) interp::parallel_copy(dst, t.raw_data(), (low ? 2 : 4) * t.size());
+    return;
+  }
+  if (low) {
     for (std::size_t e = 0; e < t.size(); ++e) {
       const auto once = static_cast<float>(round_to_dtype(t.at_unchecked(e), dtype));
       const std::uint16_t bits = f32_to_low_precision_bits(once, dtype);
       std::memcpy(dst + 2 * e, &bits, 2);
     }
     return;
-  }
-  switch (t.storage()) {
-    case HostStorage::f32:
-    case HostStorage::i32:
-      interp::parallel_copy(dst, t.raw_data(), 4 * t.size());
-      return;
-    case HostStorage::u8:
-    case HostStorage::f64:
-    case HostStorage::f16:
-    case HostStorage::bf16:
-      break;
   }
   const bool real = is_float(dtype);
   for (std::size_t e = 0; e < t.size(); ++e) {
